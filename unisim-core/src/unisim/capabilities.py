@@ -1,0 +1,88 @@
+"""Capability declaration: what an adapter promises, validated once, frozen forever.
+
+Code above unisim negotiates on these fields, never on a backend's name.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import torch
+
+from unisim.errors import ContractViolation
+
+
+class DataPlane(str, enum.Enum):
+    """Where public tensors live relative to physics."""
+
+    DEVICE = "device"  # same device as physics, zero-copy views
+    HOST_BRIDGE = "host_bridge"  # physics on CPU; the adapter owns the packed transfers
+
+
+class ResetPublication(str, enum.Enum):
+    """When views of rows written by ``set_state`` become authoritative.
+
+    Both promise the same postcondition for readers: once ``set_state`` returns, every
+    public view of those rows is authoritative, with no extra physics step.
+    """
+
+    IMMEDIATE = "immediate"  # recomputed inside set_state
+    LAZY = "lazy"  # recomputed before the next read of any view
+
+
+class Feature(str, enum.Enum):
+    SENSOR_VIEWS = "sensor_views"
+    BODY_VIEWS = "body_views"
+    MODEL_FIELD_WRITES = "model_field_writes"
+    GRAPH_CAPTURE = "graph_capture"
+    DETERMINISTIC = "deterministic"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """A frozen, self-validating capability declaration.
+
+    Attributes:
+        data_plane: DEVICE or HOST_BRIDGE.
+        device: the torch device every public tensor lives on.
+        selected_reset_publication: IMMEDIATE or LAZY.
+        features: feature flags the adapter implements.
+        sensor_kinds: MuJoCo sensor type names (e.g. ``"gyro"``) the adapter publishes in
+            ``views().sensordata``; a model holding any other kind is refused at construction.
+        model_fields: names accepted by ``set_model_field`` (empty unless MODEL_FIELD_WRITES).
+    """
+
+    data_plane: DataPlane
+    device: torch.device
+    selected_reset_publication: ResetPublication
+    features: frozenset[Feature] = field(default_factory=frozenset)
+    sensor_kinds: frozenset[str] = field(default_factory=frozenset)
+    model_fields: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        def fail(name: str, expected: str, got: object) -> None:
+            raise ContractViolation(f"capabilities.{name}: expected {expected}, got {got!r}")
+
+        if not isinstance(self.data_plane, DataPlane):
+            fail("data_plane", "a DataPlane", self.data_plane)
+        if not isinstance(self.device, torch.device):
+            fail("device", "a torch.device", self.device)
+        if not isinstance(self.selected_reset_publication, ResetPublication):
+            fail("selected_reset_publication", "a ResetPublication", self.selected_reset_publication)
+        if not all(isinstance(f, Feature) for f in self.features):
+            fail("features", "a set of Feature", self.features)
+        # Contradictions a reader could otherwise act on.
+        if self.data_plane is DataPlane.HOST_BRIDGE and Feature.GRAPH_CAPTURE in self.features:
+            fail("features", "no GRAPH_CAPTURE on a HOST_BRIDGE plane (physics is not on a graph device)",
+                 sorted(f.value for f in self.features))
+        if self.data_plane is DataPlane.DEVICE and self.device.type == "cpu" and Feature.GRAPH_CAPTURE in self.features:
+            fail("features", "no GRAPH_CAPTURE on a cpu device", sorted(f.value for f in self.features))
+        has_writes = Feature.MODEL_FIELD_WRITES in self.features
+        if has_writes != bool(self.model_fields):
+            fail("model_fields", "non-empty exactly when MODEL_FIELD_WRITES is declared", sorted(self.model_fields))
+        if bool(self.sensor_kinds) != (Feature.SENSOR_VIEWS in self.features):
+            fail("sensor_kinds", "non-empty exactly when SENSOR_VIEWS is declared", sorted(self.sensor_kinds))
+
+    def has(self, feature: Feature) -> bool:
+        return feature in self.features

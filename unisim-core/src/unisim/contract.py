@@ -1,0 +1,173 @@
+"""SimBackend contract v1: the only way code above unisim reaches a simulator.
+
+An adapter subclasses ``SimBackend``, implements the ``_``-prefixed hooks, and inherits the
+public methods, which validate input (raising ``ContractViolation`` before any state
+changes) and then delegate. Validation costs at most one bounded device sync (the
+non-finite check); pass ``validate=False`` to ``create_backend`` to skip it in a hot loop
+whose caller is proven.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import torch
+
+from unisim.capabilities import Capabilities
+from unisim.errors import ContractViolation
+from unisim.inventory import Inventory, StateWidths
+from unisim.views import BackendViews
+
+CONTRACT_VERSION = "1.0.0"
+
+Rows = torch.Tensor  # int64, 1-D, unique, in [0, num_envs)
+
+
+class SimBackend(abc.ABC):
+    """A batched simulation of ``num_envs`` copies of one MJCF model."""
+
+    def __init__(self, num_envs: int, validate: bool = True) -> None:
+        self.num_envs = num_envs
+        self.validate = validate
+        self._closed = False
+
+    # ---- declarations -------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def capabilities(self) -> Capabilities: ...
+
+    @abc.abstractmethod
+    def inventory(self) -> Inventory: ...
+
+    def state_widths(self) -> StateWidths:
+        return self.inventory().widths
+
+    @property
+    def device(self) -> torch.device:
+        return self.capabilities.device
+
+    @property
+    def timestep(self) -> float:
+        """Physics step length in seconds (one substep)."""
+        return self.inventory().timestep
+
+    # ---- lifecycle ----------------------------------------------------------------
+    @abc.abstractmethod
+    def views(self) -> BackendViews: ...
+
+    def step(self, ctrl: torch.Tensor, substeps: int = 1) -> None:
+        """Advance every env by ``substeps`` physics steps holding ``ctrl`` (N, nu)."""
+        self._check_open()
+        if not isinstance(substeps, int) or isinstance(substeps, bool) or substeps < 1:
+            raise ContractViolation(f"substeps: expected an int >= 1, got {substeps!r}")
+        self._check_tensor("ctrl", ctrl, torch.float32, (self.num_envs, self.state_widths().nu))
+        if self.validate:
+            self._check_finite("ctrl", ctrl)
+        self._step(ctrl, substeps)
+
+    def set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Selected reset: overwrite qpos/qvel of ``rows`` (time and warmstart reset too).
+
+        Postcondition: every public view of those rows is authoritative (kinematics, body
+        velocities and sensors of the new state) without any physics step; other rows are
+        untouched.
+        """
+        self._check_open()
+        widths = self.state_widths()
+        n = self._check_rows(rows)
+        self._check_tensor("qpos", qpos, torch.float32, (n, widths.nq))
+        self._check_tensor("qvel", qvel, torch.float32, (n, widths.nv))
+        if self.validate:
+            self._check_finite("qpos", qpos)
+            self._check_finite("qvel", qvel)
+        if n:
+            self._set_state(rows, qpos, qvel)
+
+    def set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
+        """Write a per-env model field (e.g. ``geom_friction``) for ``rows``."""
+        self._check_open()
+        allowed = self.capabilities.model_fields
+        if name not in allowed:
+            raise ContractViolation(
+                f"name: model field {name!r} is not declared writable; declared: {sorted(allowed)}")
+        n = self._check_rows(rows)
+        current = self.model_field(name)
+        self._check_tensor("values", values, torch.float32, (n, *current.shape[1:]))
+        if self.validate:
+            self._check_finite("values", values)
+        if n:
+            self._set_model_field(name, rows, values)
+
+    def model_field(self, name: str) -> torch.Tensor:
+        """Current per-env values of a declared writable model field, shape (N, ...)."""
+        allowed = self.capabilities.model_fields
+        if name not in allowed:
+            raise ContractViolation(
+                f"name: model field {name!r} is not declared; declared: {sorted(allowed)}")
+        return self._model_field(name)
+
+    @abc.abstractmethod
+    def diagnostics(self) -> dict[str, Any]:
+        """Plain-Python facts about the running adapter (counters, fallbacks, overflow)."""
+
+    def close(self) -> None:
+        if not self._closed:
+            self._close()
+            self._closed = True
+
+    # ---- adapter hooks ------------------------------------------------------------
+    @abc.abstractmethod
+    def _step(self, ctrl: torch.Tensor, substeps: int) -> None: ...
+
+    @abc.abstractmethod
+    def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None: ...
+
+    def _set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
+        raise ContractViolation(f"name: {name!r} is declared but the adapter does not write it")
+
+    def _model_field(self, name: str) -> torch.Tensor:
+        raise ContractViolation(f"name: {name!r} is declared but the adapter does not read it")
+
+    def _close(self) -> None:
+        pass
+
+    # ---- validation ---------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ContractViolation("backend: used after close()")
+
+    def _check_tensor(self, arg: str, t: object, dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+        if not isinstance(t, torch.Tensor):
+            raise ContractViolation(f"{arg}: expected a torch.Tensor, got {type(t).__name__}")
+        if t.dtype != dtype:
+            raise ContractViolation(f"{arg}: expected dtype {dtype}, got {t.dtype}")
+        if tuple(t.shape) != tuple(shape):
+            raise ContractViolation(f"{arg}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
+        if t.device != self.device:
+            raise ContractViolation(f"{arg}: expected device {self.device}, got {t.device}")
+
+    def _check_finite(self, arg: str, t: torch.Tensor) -> None:
+        # The one bounded device sync validation may cost.
+        if not bool(torch.isfinite(t).all()):
+            raise ContractViolation(f"{arg}: expected finite values, got NaN or inf")
+
+    def _check_rows(self, rows: object) -> int:
+        if not isinstance(rows, torch.Tensor):
+            raise ContractViolation(f"rows: expected an int64 torch.Tensor, got {type(rows).__name__}")
+        if rows.dtype != torch.int64:
+            raise ContractViolation(f"rows: expected dtype torch.int64, got {rows.dtype}")
+        if rows.dim() != 1:
+            raise ContractViolation(f"rows: expected a 1-D tensor, got shape {tuple(rows.shape)}")
+        if rows.device != self.device:
+            raise ContractViolation(f"rows: expected device {self.device}, got {rows.device}")
+        n = rows.numel()
+        if n and self.validate:
+            lo, hi, unique = torch.stack(
+                [rows.min(), rows.max(), torch.tensor(rows.unique().numel(), device=rows.device)]).tolist()
+            if lo < 0 or hi >= self.num_envs:
+                raise ContractViolation(
+                    f"rows: expected indices in [0, {self.num_envs}), got range [{lo}, {hi}]")
+            if unique != n:
+                raise ContractViolation("rows: expected unique indices, got duplicates")
+        return n

@@ -1,0 +1,42 @@
+"""create_backend: name -> adapter, with the scope gate in front."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import torch
+
+from unisim.contract import SimBackend
+from unisim.errors import ContractViolation
+from unisim.scope import backend_scope
+
+# Adapter modules are imported on demand so that a missing engine SDK only breaks its own
+# backend. Each module exposes ``make(model, num_envs, device, **options)``.
+_ADAPTER_MODULES = {
+    "mujoco": "unisim.adapters.mujoco_host",
+    "mjwarp": "unisim.adapters.mjwarp",
+    "genesis": "unisim.adapters.genesis",
+}
+
+
+def create_backend(name: str, model: str | Path, num_envs: int, device: str | torch.device | None = None,
+                   **options) -> SimBackend:
+    """Build a backend of ``num_envs`` copies of ``model`` (an MJCF path or XML string).
+
+    ``device=None`` lets the adapter pick its default (see unisim.devices). ``options`` are
+    adapter-specific (e.g. ``nthread`` for mujoco, ``nconmax`` for mjwarp) plus
+    ``validate`` (default True).
+    """
+    scope = backend_scope()
+    if name in scope.shelved:
+        raise ContractViolation(
+            f"name: backend {name!r} is gated out of this runtime (shelved in workspace.toml); "
+            f"active backends: {list(scope.active)}")
+    if name not in scope.active:
+        raise ContractViolation(
+            f"name: unknown backend {name!r}; valid backends: {list(scope.active)}")
+    if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ContractViolation(f"num_envs: expected an int >= 1, got {num_envs!r}")
+    module = importlib.import_module(_ADAPTER_MODULES[name])
+    return module.make(model=model, num_envs=num_envs, device=device, **options)
