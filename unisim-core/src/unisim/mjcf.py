@@ -23,22 +23,35 @@ _JOINT_KINDS = {
 }
 
 
-def load_model(model: str | Path) -> mujoco.MjModel:
-    """Compile ``model``: a path to an MJCF file, or an MJCF XML string."""
+def load_spec(model: str | Path) -> mujoco.MjSpec:
+    """Parse ``model`` (a path to an MJCF file, or an MJCF XML string) into an MjSpec."""
     if isinstance(model, Path) or (isinstance(model, str) and not model.lstrip().startswith("<")):
         path = Path(model)
         if not path.is_file():
             raise ContractViolation(f"model: MJCF file {str(path)!r} does not exist")
         try:
-            return mujoco.MjModel.from_xml_path(str(path))
+            return mujoco.MjSpec.from_file(str(path))
         except ValueError as exc:
-            raise ContractViolation(f"model: MJCF {str(path)!r} does not compile: {exc}") from exc
+            raise ContractViolation(f"model: MJCF {str(path)!r} does not parse: {exc}") from exc
     if not isinstance(model, str):
         raise ContractViolation(f"model: expected an MJCF path or XML string, got {type(model).__name__}")
     try:
-        return mujoco.MjModel.from_xml_string(model)
+        return mujoco.MjSpec.from_string(model)
     except ValueError as exc:
-        raise ContractViolation(f"model: MJCF string does not compile: {exc}") from exc
+        raise ContractViolation(f"model: MJCF string does not parse: {exc}") from exc
+
+
+def compile_spec(spec: mujoco.MjSpec) -> mujoco.MjModel:
+    """Compile, keeping MuJoCo's compiler message in the ContractViolation."""
+    try:
+        return spec.compile()
+    except ValueError as exc:
+        raise ContractViolation(f"model: MJCF does not compile: {exc}") from exc
+
+
+def load_model(model: str | Path) -> mujoco.MjModel:
+    """Compile ``model``: a path to an MJCF file, or an MJCF XML string."""
+    return compile_spec(load_spec(model))
 
 
 def sensor_kind(model: mujoco.MjModel, i: int) -> str:

@@ -1,0 +1,233 @@
+"""MuJoCo C adapter: HOST_BRIDGE data plane, physics on CPU threads.
+
+Physics runs in ``mujoco.rollout`` over a persistent thread pool: no Python loop over envs.
+rollout returns states but not the derived quantities of the final state (its sensordata
+row k describes the state *before* step k), so every step ends with a second, cheap
+rollout of one step on a "publication model": the same model with all force-producing
+stages disabled and one framepos/framequat/framelinvel/frameangvel sensor per body
+appended. Its sensordata row 0 is exactly ``mj_forward`` of the new state restricted to
+position/velocity-stage quantities -- body poses, body origin velocities (mjOBJ_XBODY) and
+the model's own sensors -- and its integrated state is discarded. ``set_state`` runs the
+same publication rollout on the written rows only, so those rows are authoritative without
+a physics step (IMMEDIATE publication).
+
+Public tensors are slices of one packed float32 buffer per env row
+``[qpos | qvel | sensordata | body pos | body quat | body lin vel | body ang vel]``: on a
+cpu device the torch views share the NumPy buffer (zero copies); on cuda the adapter does
+one host->device copy of the packed buffer per step (pinned memory).
+
+Acceleration-stage sensors (accelerometer, force, torque, touch...) would need a full
+``mj_forward`` with constraints, ~10x the cost of the publication pass: they are refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import torch
+from mujoco import rollout
+
+from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contract import SimBackend
+from unisim.devices import resolve_device
+from unisim.errors import ContractViolation
+from unisim.inventory import Inventory
+from unisim.mjcf import build_inventory, check_sensor_kinds, compile_spec, load_spec
+from unisim.views import BackendViews
+
+SENSOR_KINDS = frozenset({
+    "jointpos", "jointvel", "tendonpos", "tendonvel", "actuatorpos", "actuatorvel", "ballquat",
+    "ballangvel", "framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis", "framelinvel",
+    "frameangvel", "gyro", "velocimeter", "magnetometer", "clock",
+})
+MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
+
+_STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
+_BODY_FRAME_SENSORS = (  # order of the appended per-body blocks in the publication model
+    mujoco.mjtSensor.mjSENS_FRAMEPOS, mujoco.mjtSensor.mjSENS_FRAMEQUAT,
+    mujoco.mjtSensor.mjSENS_FRAMELINVEL, mujoco.mjtSensor.mjSENS_FRAMEANGVEL,
+)
+# Everything that only produces forces: the publication pass needs kinematics and
+# position/velocity-stage sensors, nothing that costs collision or a constraint solve.
+_PUBLICATION_DISABLED = (
+    "mjDSBL_CONTACT", "mjDSBL_CONSTRAINT", "mjDSBL_ACTUATION", "mjDSBL_GRAVITY", "mjDSBL_SPRING",
+    "mjDSBL_DAMPER", "mjDSBL_LIMIT", "mjDSBL_EQUALITY", "mjDSBL_FRICTIONLOSS", "mjDSBL_WARMSTART",
+    "mjDSBL_MIDPHASE", "mjDSBL_CLAMPCTRL", "mjDSBL_ISLAND",
+)
+
+
+def _publication_model(spec: mujoco.MjSpec, nbody: int, body_names: list[str]) -> mujoco.MjModel:
+    for kind in _BODY_FRAME_SENSORS:
+        for name in body_names:
+            spec.add_sensor(type=kind, objtype=mujoco.mjtObj.mjOBJ_XBODY, objname=name)
+    model = compile_spec(spec)
+    flags = 0
+    for name in _PUBLICATION_DISABLED:
+        flags |= int(getattr(mujoco.mjtDisableBit, name))
+    model.opt.disableflags = flags
+    model.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    return model
+
+
+class MujocoHostBackend(SimBackend):
+    """``num_envs`` MuJoCo envs stepped by mujoco.rollout on ``nthread`` CPU threads."""
+
+    def __init__(self, model: str | Path, num_envs: int, device: torch.device, nthread: int | None = None,
+                 validate: bool = True) -> None:
+        super().__init__(num_envs, validate)
+        spec = load_spec(model)
+        self._model = compile_spec(spec.copy())
+        check_sensor_kinds(self._model, SENSOR_KINDS, "mujoco")
+        self._inventory = build_inventory(self._model)
+        body_names = [b.name for b in self._inventory.bodies]
+        self._pub_model = _publication_model(spec, self._model.nbody, body_names)
+        self._capabilities = Capabilities(
+            data_plane=DataPlane.HOST_BRIDGE, device=device,
+            selected_reset_publication=ResetPublication.IMMEDIATE,
+            features=frozenset({Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DETERMINISTIC}
+                               | ({Feature.SENSOR_VIEWS} if self._model.nsensor else set())),
+            sensor_kinds=SENSOR_KINDS if self._model.nsensor else frozenset(),
+            model_fields=MODEL_FIELDS)
+
+        if nthread is None:
+            nthread = len(os.sched_getaffinity(0))
+        if not isinstance(nthread, int) or nthread < 1:
+            raise ContractViolation(f"nthread: expected an int >= 1, got {nthread!r}")
+        self._nthread = nthread
+        self._pool = rollout.Rollout(nthread=nthread)
+        self._datas = [mujoco.MjData(self._model) for _ in range(nthread)]
+        self._pub_datas = [mujoco.MjData(self._pub_model) for _ in range(nthread)]
+        # rollout with skip_checks takes one model per env; distinct copies only after a field write.
+        self._physics_models = [self._model] * num_envs
+        self._pub_models = [self._pub_model] * num_envs
+        self._per_env_models = False
+
+        m = self._model
+        nq, nv, nbody, nsd = m.nq, m.nv, m.nbody, m.nsensordata
+        self._nstate = mujoco.mj_stateSize(m, _STATE_SPEC)
+        self._qpos_cols = slice(1, 1 + nq)  # FULLPHYSICS = time | qpos | qvel | act | ...
+        self._qvel_cols = slice(1 + nq, 1 + nq + nv)
+        data = mujoco.MjData(m)
+        initial = np.empty(self._nstate)
+        mujoco.mj_getState(m, data, initial, _STATE_SPEC)
+        self._state = np.tile(initial, (num_envs, 1))
+        self._step_out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._ctrl_buf: dict[int, np.ndarray] = {}
+        npub = self._pub_model.nsensordata
+        self._pub_state_out = np.empty((num_envs, 1, self._nstate))
+        self._pub_sensor_out = np.empty((num_envs, 1, npub))
+
+        # Packed host row: qpos | qvel | sensordata (model's + appended body frames).
+        width = nq + nv + npub
+        pin = device.type == "cuda"
+        self._host = torch.zeros((num_envs, width), dtype=torch.float32, pin_memory=pin)
+        self._host_np = self._host.numpy()
+        self._public = self._host if device.type == "cpu" else torch.zeros(
+            (num_envs, width), dtype=torch.float32, device=device)
+        p, off = self._public, nq + nv + nsd
+        body, start = [], off
+        for w in (3, 4, 3, 3):
+            body.append(p[:, start:start + nbody * w].unflatten(1, (nbody, w)))
+            start += nbody * w
+        self._views = BackendViews(
+            qpos=p[:, :nq], qvel=p[:, nq:nq + nv], body_pos_w=body[0], body_quat_w=body[1],
+            body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd])
+        self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0}
+        self._publish(np.arange(num_envs))
+
+    # ---- declarations -----------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def inventory(self) -> Inventory:
+        return self._inventory
+
+    def views(self) -> BackendViews:
+        return self._views
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {"nthread": self._nthread, "per_env_models": self._per_env_models,
+                **self._stats}
+
+    # ---- lifecycle --------------------------------------------------------------------
+    def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        if substeps not in self._step_out:
+            self._step_out[substeps] = (np.empty((self.num_envs, substeps, self._nstate)),
+                                        np.empty((self.num_envs, substeps, self._model.nsensordata)))
+            self._ctrl_buf[substeps] = np.empty((self.num_envs, substeps, self._model.nu))
+        states, sensors = self._step_out[substeps]
+        ctrl_buf = self._ctrl_buf[substeps]
+        # One device->host transfer; the action is held for every substep.
+        ctrl_buf[:] = ctrl.detach().to("cpu").numpy()[:, None, :]
+        self._pool.rollout(self._physics_models, self._datas, self._state, ctrl_buf, nstep=substeps,
+                           state=states, sensordata=sensors, skip_checks=True)
+        self._state[:] = states[:, -1]
+        self._stats["physics_steps"] += substeps
+        self._publish(None)
+
+    def _set_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        idx = rows.detach().to("cpu").numpy()
+        self._state[idx] = 0.0  # time, act and history restart with the episode
+        self._state[idx, self._qpos_cols] = qpos.detach().to("cpu", torch.float64).numpy()
+        self._state[idx, self._qvel_cols] = qvel.detach().to("cpu", torch.float64).numpy()
+        self._stats["set_state_calls"] += 1
+        self._publish(idx)
+
+    def _publish(self, idx: np.ndarray | None) -> None:
+        """Recompute derived quantities of all rows (idx None) or of ``idx``, then transfer."""
+        state = self._state if idx is None else self._state[idx]
+        n = state.shape[0]
+        # Friction and mass writes do not change kinematics, so one publication model serves all.
+        self._pool.rollout(self._pub_models[:n], self._pub_datas, state, None, nstep=1,
+                           state=self._pub_state_out[:n], sensordata=self._pub_sensor_out[:n],
+                           skip_checks=True)
+        self._stats["publication_passes"] += 1
+        m = self._model
+        if idx is None:
+            host = self._host_np
+            host[:, :m.nq] = state[:, self._qpos_cols]
+            host[:, m.nq:m.nq + m.nv] = state[:, self._qvel_cols]
+            host[:, m.nq + m.nv:] = self._pub_sensor_out[:, 0]
+            if self._public is not self._host:
+                self._public.copy_(self._host, non_blocking=True)
+            return
+        rows_np = np.concatenate([state[:, self._qpos_cols], state[:, self._qvel_cols],
+                                  self._pub_sensor_out[:n, 0]], axis=1)
+        self._host_np[idx] = rows_np
+        if self._public is not self._host:
+            rows_t = torch.from_numpy(idx).to(self.device)
+            self._public.index_copy_(0, rows_t, torch.from_numpy(rows_np.astype(np.float32)).to(self.device))
+
+    # ---- model fields -----------------------------------------------------------------
+    def _model_field(self, name: str) -> torch.Tensor:
+        if self._per_env_models:
+            values = np.stack([getattr(m, name) for m in self._physics_models])
+        else:
+            values = np.repeat(getattr(self._model, name)[None], self.num_envs, axis=0)
+        return torch.from_numpy(values.astype(np.float32)).to(self.device)
+
+    def _set_model_field(self, name: str, rows: torch.Tensor, values: torch.Tensor) -> None:
+        if not self._per_env_models:  # copy on first write: rollout then takes one model per env
+            self._physics_models = [copy.copy(self._model) for _ in range(self.num_envs)]
+            self._per_env_models = True
+        models = self._physics_models
+        vals = values.detach().to("cpu", torch.float64).numpy()
+        for k, row in enumerate(rows.detach().to("cpu").tolist()):  # event path, not per step
+            getattr(models[row], name)[:] = vals[k]
+
+    def _close(self) -> None:
+        self._pool.close()
+
+
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, nthread: int | None = None,
+         validate: bool = True) -> MujocoHostBackend:
+    # Physics is on the CPU regardless; ``device`` is where the published tensors live.
+    # A HOST_BRIDGE backend defaults to cpu so a bare call never touches a GPU.
+    resolved = torch.device("cpu") if device is None else resolve_device(device)
+    return MujocoHostBackend(model, num_envs, resolved, nthread=nthread, validate=validate)
