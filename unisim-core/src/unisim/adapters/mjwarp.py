@@ -1,0 +1,268 @@
+"""MuJoCo Warp adapter: DEVICE data plane, every env a warp world.
+
+Trade-offs, decided here:
+- Views are zero-copy torch tensors over the warp arrays (``wp.to_torch``), made once; warp
+  kernels write into the same memory, so the views are always current and ``step`` copies
+  nothing but ``ctrl`` into ``d.ctrl``.
+- ``step`` replays a captured graph of [substeps x mjw.step, publish] (one graph per
+  distinct ``substeps``). ``mjw.step`` leaves xpos/cvel/sensordata describing the state
+  BEFORE the last integration (FACTS.md s.1), so the graph ends with the publish pass
+  (kinematics, com_pos, com_vel, sensor_pos, sensor_vel, body-origin velocities): views then
+  describe the qpos/qvel they sit next to. That pass is a few percent of one substep.
+- ``set_state`` writes rows with torch ``index_copy_`` on the device (no host sync), zeroes
+  time/act/qacc_warmstart and the overflow bits of those rows, then replays the publish
+  graph. The publish kernels recompute EVERY world (mujoco_warp takes no world mask), which
+  is exact for untouched rows because they are pure functions of qpos/qvel: publication is
+  IMMEDIATE and no physics step runs.
+- Torch and warp share one stream order: graphs are launched on the stream torch is using
+  at the time of the call (``wp.stream_from_torch``), so a caller's torch work before and
+  after ``step`` is ordered without a sync.
+- On CUDA the graphs are CUDA graphs (feature GRAPH_CAPTURE). On the CPU warp also records
+  and replays launch lists; we use that when it works and fall back to eager launches when
+  capture raises, and ``diagnostics()['step_mode']`` says which one runs.
+- Contact/constraint buffers use mujoco_warp's per-model defaults scaled by num_envs unless
+  ``nconmax``/``njmax`` are given; overflow is sticky per world in ``d.overflow`` and is
+  read only by ``diagnostics()``, never per step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import mujoco_warp as mjw
+import torch
+import warp as wp
+
+from unisim.adapters.warp_kernels import body_origin_velocity, torch_view, warp_device
+from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contract import Rows, SimBackend
+from unisim.devices import resolve_device
+from unisim.errors import ContractViolation
+from unisim.inventory import Inventory
+from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
+from unisim.views import BackendViews
+
+# Kinds whose values are exact after the publish pass (position and velocity stages, no
+# constraint, tendon, actuator or acceleration inputs). Pinned against MuJoCo C in
+# tests/test_mjwarp_adapter.py.
+SENSOR_KINDS = frozenset({
+    "gyro", "velocimeter", "jointpos", "jointvel", "ballquat", "ballangvel",
+    "framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis", "framelinvel", "frameangvel",
+    "subtreecom", "subtreelinvel", "subtreeangmom", "clock",
+})
+
+OPTIONS = ("nconmax", "njmax", "graph", "validate")
+
+
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> "MjWarpBackend":
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ContractViolation(f"options: unknown mjwarp option(s) {unknown}; valid: {list(OPTIONS)}")
+    for key in ("nconmax", "njmax"):
+        value = options.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ContractViolation(f"{key}: expected an int >= 1 or None, got {value!r}")
+    graph = options.get("graph", True)
+    if not isinstance(graph, bool):
+        raise ContractViolation(f"graph: expected a bool, got {graph!r}")
+    mjmodel = load_model(model)
+    check_sensor_kinds(mjmodel, SENSOR_KINDS, "mjwarp")
+    return MjWarpBackend(mjmodel, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
+                         njmax=options.get("njmax"), graph=graph, validate=options.get("validate", True))
+
+
+class MjWarpBackend(SimBackend):
+    """``num_envs`` MuJoCo Warp worlds of one model; see the module docstring."""
+
+    def __init__(self, mjmodel: mujoco.MjModel, num_envs: int, device: torch.device, *,
+                 nconmax: int | None = None, njmax: int | None = None, graph: bool = True,
+                 validate: bool = True) -> None:
+        super().__init__(num_envs, validate)
+        self._inventory = build_inventory(mjmodel)
+        self._has_cameras = mjmodel.ncam > 0
+        self._wp_device = warp_device(device)
+        self._cuda = device.type == "cuda"
+        features = {Feature.BODY_VIEWS}
+        if mjmodel.nsensor:
+            features.add(Feature.SENSOR_VIEWS)
+        if self._cuda and graph:
+            features.add(Feature.GRAPH_CAPTURE)
+        self._capabilities = Capabilities(
+            data_plane=DataPlane.DEVICE, device=device,
+            selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
+            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset())
+        wp.init()
+        with wp.ScopedDevice(self._wp_device):
+            self._m = mjw.put_model(mjmodel)
+            self._d = mjw.make_data(mjmodel, nworld=num_envs, nconmax=nconmax, njmax=njmax)
+            self._rootid = wp.array(mjmodel.body_rootid.astype("int32"), dtype=wp.int32)
+            nbody = mjmodel.nbody
+            self._lin_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
+            self._ang_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
+            self._warm_up(mjmodel)
+            mjw.forward(self._m, self._d)  # every view authoritative from construction on
+            self._publish()
+        wp.synchronize_device(self._wp_device)  # construction ran on warp's stream, not torch's
+        self._nconmax_per_world = nconmax
+        d = self._d
+        self._qpos = wp.to_torch(d.qpos)
+        self._qvel = wp.to_torch(d.qvel)
+        self._ctrl = torch_view(d.ctrl, num_envs, mjmodel.nu)
+        self._act = torch_view(d.act, num_envs, mjmodel.na)
+        self._time = wp.to_torch(d.time)
+        self._warmstart = wp.to_torch(d.qacc_warmstart)
+        self._overflow = wp.to_torch(d.overflow)
+        self._views = BackendViews(
+            qpos=self._qpos, qvel=self._qvel,
+            body_pos_w=wp.to_torch(d.xpos), body_quat_w=wp.to_torch(d.xquat),
+            body_lin_vel_w=wp.to_torch(self._lin_vel), body_ang_vel_w=wp.to_torch(self._ang_vel),
+            sensordata=torch_view(d.sensordata, num_envs, mjmodel.nsensordata))
+        self._use_graph = graph
+        self._eager_reason: str | None = None if graph else "graph=False was requested"
+        self._graphs: dict[int, Any] = {}
+        self._publish_graph = self._capture(self._publish) if graph else None
+        self._use_graph = self._publish_graph is not None
+        self._stream_key: int | None = None
+        self._stream = None
+        self._physics_steps = 0
+        self._env_steps = 0
+        self._set_state_calls = 0
+
+    # ---- declarations -------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def inventory(self) -> Inventory:
+        return self._inventory
+
+    def views(self) -> BackendViews:
+        return self._views
+
+    # ---- physics ------------------------------------------------------------------
+    def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        self._ctrl.copy_(ctrl)  # torch's stream; the graph below is launched on that stream too
+        graph = None
+        if self._use_graph:
+            if substeps not in self._graphs:
+                self._graphs[substeps] = self._capture(lambda: self._substeps(substeps))
+            graph = self._graphs[substeps]
+        if graph is not None:
+            self._launch(graph)
+        else:
+            with self._scope():
+                self._substeps(substeps)
+        self._physics_steps += substeps
+        self._env_steps += 1
+
+    def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._qpos.index_copy_(0, rows, qpos)
+        self._qvel.index_copy_(0, rows, qvel)
+        self._time.index_fill_(0, rows, 0.0)
+        self._act.index_fill_(0, rows, 0.0)
+        self._warmstart.index_fill_(0, rows, 0.0)
+        self._overflow.index_fill_(0, rows, 0)  # a fresh episode starts without overflow history
+        if self._publish_graph is not None:
+            self._launch(self._publish_graph)
+        else:
+            with self._scope():
+                self._publish()
+        self._set_state_calls += 1
+
+    def diagnostics(self) -> dict[str, Any]:
+        # The only place overflow and contact counts cross to the host.
+        overflow = self._overflow
+        bits = 0
+        for value in overflow.unique().tolist():
+            bits |= int(value)
+        return {
+            "backend_device": str(self.device),
+            "step_mode": self._step_mode(),
+            "eager_reason": self._eager_reason,
+            "graphs_captured_substeps": sorted(k for k, g in self._graphs.items() if g is not None),
+            "physics_steps": self._physics_steps,
+            "env_steps": self._env_steps,
+            "set_state_calls": self._set_state_calls,
+            "naconmax": int(self._d.naconmax),
+            "nconmax_per_world": self._nconmax_per_world or int(self._d.naconmax) // self.num_envs,
+            "njmax": int(self._d.njmax),
+            "nacon": int(self._d.nacon.numpy()[0]),
+            "max_nefc": int(self._d.nefc.numpy().max()),
+            "overflow_worlds": int((overflow != 0).sum().item()),
+            "overflow_kinds": [t.name for t in mjw.OverflowType if t.value and t.name != "ALL"
+                               and bits & t.value == t.value],
+        }
+
+    def _close(self) -> None:
+        self._graphs.clear()
+        self._publish_graph = None
+
+    # ---- internals ----------------------------------------------------------------
+    def _substeps(self, substeps: int) -> None:
+        for _ in range(substeps):
+            mjw.step(self._m, self._d)
+        self._publish()
+
+    def _publish(self) -> None:
+        """Recompute every derived view from qpos/qvel (no integration, no collision)."""
+        m, d = self._m, self._d
+        mjw.kinematics(m, d)
+        mjw.com_pos(m, d)
+        if self._has_cameras:
+            mjw.camlight(m, d)
+        mjw.com_vel(m, d)
+        mjw.sensor_pos(m, d)
+        mjw.sensor_vel(m, d)
+        wp.launch(body_origin_velocity, dim=(d.nworld, m.nbody),
+                  inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
+                  outputs=[self._lin_vel, self._ang_vel])
+
+    def _warm_up(self, mjmodel: mujoco.MjModel) -> None:
+        # Graph capture records launches and cannot compile modules; load every kernel once
+        # on a one-world scratch copy so the real worlds never take a physics step here.
+        scratch = mjw.make_data(mjmodel, nworld=1)
+        mjw.step(self._m, scratch)
+        mjw.forward(self._m, scratch)
+        m, d = self._m, scratch
+        for fn in (mjw.kinematics, mjw.com_pos, mjw.com_vel, mjw.sensor_pos, mjw.sensor_vel):
+            fn(m, d)
+        if self._has_cameras:
+            mjw.camlight(m, d)
+        wp.launch(body_origin_velocity, dim=(1, m.nbody),
+                  inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
+                  outputs=[wp.zeros((1, m.nbody), dtype=wp.vec3), wp.zeros((1, m.nbody), dtype=wp.vec3)])
+
+    def _capture(self, body) -> Any:
+        try:
+            with wp.ScopedDevice(self._wp_device), wp.ScopedCapture(device=self._wp_device) as cap:
+                body()
+        except Exception as exc:  # noqa: BLE001 - any capture failure means: run eagerly, say so
+            self._eager_reason = f"graph capture failed on {self._wp_device}: {type(exc).__name__}: {exc}"
+            return None
+        if self._cuda:
+            wp.synchronize_device(self._wp_device)
+        return cap.graph
+
+    def _launch(self, graph: Any) -> None:
+        if self._cuda:
+            wp.capture_launch(graph, stream=self._torch_stream())
+        else:
+            wp.capture_launch(graph)
+
+    def _scope(self):
+        return wp.ScopedStream(self._torch_stream()) if self._cuda else wp.ScopedDevice(self._wp_device)
+
+    def _torch_stream(self):
+        stream = torch.cuda.current_stream(self.device)
+        if stream.cuda_stream != self._stream_key:  # cache: stream_from_torch allocates a wrapper
+            self._stream = wp.stream_from_torch(stream)
+            self._stream_key = stream.cuda_stream
+        return self._stream
+
+    def _step_mode(self) -> str:
+        if not self._use_graph:
+            return "eager"
+        return "cuda_graph" if self._cuda else "cpu_graph"
+
