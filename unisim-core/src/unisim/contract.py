@@ -27,6 +27,9 @@ Rows = torch.Tensor  # int64, 1-D, unique, in [0, num_envs)
 class SimBackend(abc.ABC):
     """A batched simulation of ``num_envs`` copies of one MJCF model."""
 
+    num_envs: int
+    validate: bool  # False skips the input checks that cost a device sync (proven callers only)
+
     def __init__(self, num_envs: int, validate: bool = True) -> None:
         self.num_envs = num_envs
         self.validate = validate

@@ -1,0 +1,42 @@
+# UniLab workspace. Two commands set up a fresh machine: `make install`, then `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH ?= torch==2.13.0
+BACKEND ?= mujoco
+DEVICE ?= cpu
+NUM_ENVS ?= 4
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+# pytest exits 5 when a selection collects nothing; that is not a failure of the suite.
+ALLOW_EMPTY := ; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
+
+.PHONY: install check test test-all conformance bench g1-scene
+
+install:
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,video]" -e ./ci -r requirements-dev.txt
+	$(PY) -m unilab.assets.robot_files
+
+g1-scene:
+	@$(PY) -c "from unilab.assets import g1_scene_path; print(g1_scene_path())"
+
+check:
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check unisim-core unilab unilab_rl ci
+	$(PY) -m unilab_gates.manifests
+
+test:
+	$(PYTEST) -m "not slow" unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)
+	$(MAKE) conformance BACKEND=mujoco DEVICE=cpu
+
+test-all:
+	$(PYTEST) unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)
+	$(MAKE) conformance BACKEND=mujoco,mjwarp,genesis DEVICE=cpu
+
+conformance:
+	$(PYTEST) --pyargs unisim.conformance --unisim-backend $(BACKEND) --unisim-device $(DEVICE) \
+		--unisim-num-envs $(NUM_ENVS) --unisim-model builtin,$$($(PY) -c "from unilab.assets import g1_scene_path; print(g1_scene_path())")
+
+bench:
+	$(PY) -m unisim.bench_mujoco --num-envs 64,1024 --out docs/perf/latest-mujoco-backend.json

@@ -1,0 +1,12 @@
+"""The SimBackend v1 conformance suite, shipped with unisim so anyone can run it.
+
+    pytest --pyargs unisim.conformance --unisim-backend mujoco [--unisim-device cpu]
+           [--unisim-model builtin,/path/to/scene.xml] [--unisim-num-envs 4]
+
+Every active adapter must pass it on every device it declares. The reference for
+"authoritative" views is the mujoco adapter (itself checked against ``mj_forward``).
+"""
+
+from pathlib import Path
+
+BUILTIN_MODEL = Path(__file__).resolve().parent.parent / "models" / "hopper_arm.xml"

@@ -1,0 +1,332 @@
+"""SimBackend contract v1 conformance checks (see unisim.conformance for how to run)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import unisim
+from unisim import ContractViolation, DataPlane, Feature, ResetPublication, SimBackend
+
+TOL = 2e-4  # float32 kinematics agree with MuJoCo C to ~1e-6; dynamics are never compared
+
+
+# ---- fixtures ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def case(conformance_case):
+    return conformance_case
+
+
+@pytest.fixture(scope="module")
+def num_envs(request) -> int:
+    return request.config.getoption("--unisim-num-envs")
+
+
+@pytest.fixture(scope="module")
+def backend(case, num_envs):
+    name, device, model = case
+    b = unisim.create_backend(name, model=model, num_envs=num_envs, device=device)
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def reference(case, num_envs):
+    """The mujoco adapter on cpu: the reference for kinematics and sensors."""
+    _, _, model = case
+    b = unisim.create_backend("mujoco", model=model, num_envs=num_envs, device="cpu", nthread=1)
+    yield b
+    b.close()
+
+
+# ---- helpers -------------------------------------------------------------------------
+def random_state(backend: SimBackend, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A valid, off-nominal state: random base pose, joints at random half-range values."""
+    inv = backend.inventory()
+    g = torch.Generator().manual_seed(seed)
+    qpos = torch.zeros(n, inv.widths.nq)
+    for j in inv.joints:
+        a = j.qpos_adr
+        if j.kind == "free":
+            qpos[:, a:a + 3] = torch.tensor([0.3, -0.2, 0.85]) + 0.05 * torch.randn(n, 3, generator=g)
+            quat = torch.randn(n, 4, generator=g)
+            qpos[:, a + 3:a + 7] = quat / quat.norm(dim=1, keepdim=True)
+        elif j.kind == "ball":
+            quat = torch.randn(n, 4, generator=g)
+            qpos[:, a:a + 4] = quat / quat.norm(dim=1, keepdim=True)
+        else:
+            lo, hi = j.range if j.range is not None else (-1.0, 1.0)
+            mid, half = (lo + hi) / 2, (hi - lo) / 2
+            qpos[:, a] = mid + 0.5 * half * (2 * torch.rand(n, generator=g) - 1)
+    qvel = 0.5 * torch.randn(n, inv.widths.nv, generator=g)
+    return qpos, qvel
+
+
+def to(backend: SimBackend, *tensors: torch.Tensor):
+    return tuple(t.to(backend.device) for t in tensors)
+
+
+def snapshot(backend: SimBackend) -> dict[str, torch.Tensor]:
+    v = backend.views()
+    return {f: getattr(v, f).detach().to("cpu").clone() for f in
+            ("qpos", "qvel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "sensordata")}
+
+
+def all_rows(backend: SimBackend) -> torch.Tensor:
+    return torch.arange(backend.num_envs, device=backend.device)
+
+
+def physics_steps(backend: SimBackend) -> int:
+    return int(backend.diagnostics()["physics_steps"])
+
+
+def quat_close(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # q and -q are the same rotation.
+    return torch.minimum((a - b).abs().amax(-1), (a + b).abs().amax(-1))
+
+
+# ---- declaration ---------------------------------------------------------------------
+def test_declaration_is_valid_and_matches_views(backend):
+    caps = backend.capabilities
+    assert isinstance(caps, unisim.Capabilities)
+    assert isinstance(caps.data_plane, DataPlane)
+    assert isinstance(caps.selected_reset_publication, ResetPublication)
+    for name, t in snapshot(backend).items():
+        assert getattr(backend.views(), name).device == caps.device, name
+        assert t.dtype == torch.float32, name
+    kinds = {s.kind for s in backend.inventory().sensors}
+    assert kinds <= caps.sensor_kinds, f"model sensors {kinds} beyond declared {caps.sensor_kinds}"
+    if caps.data_plane is DataPlane.HOST_BRIDGE:
+        assert not caps.has(Feature.GRAPH_CAPTURE)
+    assert "physics_steps" in backend.diagnostics()
+
+
+def test_widths_match_view_shapes(backend):
+    nq, nv, nu = backend.state_widths()
+    inv = backend.inventory()
+    n, nbody = backend.num_envs, len(inv.bodies)
+    v = backend.views()
+    assert v.qpos.shape == (n, nq) and v.qvel.shape == (n, nv)
+    assert v.body_pos_w.shape == (n, nbody, 3) and v.body_quat_w.shape == (n, nbody, 4)
+    assert v.body_lin_vel_w.shape == (n, nbody, 3) and v.body_ang_vel_w.shape == (n, nbody, 3)
+    assert len(inv.actuators) == nu
+    assert inv.bodies[0].index == 0 and inv.body_views_include_world
+
+
+def test_inventory_sensor_widths_tile_sensordata(backend):
+    inv = backend.inventory()
+    assert backend.views().sensordata.shape == (backend.num_envs, inv.nsensordata)
+    adr = 0
+    for s in inv.sensors:
+        assert s.adr == adr, f"sensor {s.name} at {s.adr}, expected {adr}"
+        adr += s.width
+
+
+def test_views_are_live_objects(backend):
+    first = backend.views()
+    backend.step(torch.zeros(backend.num_envs, backend.state_widths().nu, device=backend.device), 1)
+    assert backend.views().qpos is first.qpos or backend.views().qpos.data_ptr() == first.qpos.data_ptr()
+
+
+# ---- stepping ------------------------------------------------------------------------
+def test_step_is_finite_and_advances(backend):
+    qpos, qvel = to(backend, *random_state(backend, backend.num_envs, 1))
+    backend.set_state(all_rows(backend), qpos, qvel)
+    before = snapshot(backend)
+    steps = physics_steps(backend)
+    ctrl = torch.zeros(backend.num_envs, backend.state_widths().nu, device=backend.device)
+    for _ in range(3):
+        backend.step(ctrl, substeps=2)
+    after = snapshot(backend)
+    assert physics_steps(backend) == steps + 6
+    for name, t in after.items():
+        assert torch.isfinite(t).all(), name
+    assert not torch.equal(before["qpos"], after["qpos"])
+
+
+# ---- selected reset ------------------------------------------------------------------
+def test_selected_reset_is_authoritative_without_a_step(backend, reference):
+    n = backend.num_envs
+    base_q, base_v = random_state(backend, n, 2)
+    backend.set_state(all_rows(backend), *to(backend, base_q, base_v))
+    rows = torch.tensor([0, n - 1] if n > 1 else [0])
+    new_q, new_v = random_state(backend, len(rows), 3)
+    steps = physics_steps(backend)
+    backend.set_state(rows.to(backend.device), *to(backend, new_q, new_v))
+    assert physics_steps(backend) == steps, "set_state must not step physics"
+    got = snapshot(backend)  # reading views is the point where LAZY publication completes
+
+    reference.set_state(torch.arange(len(rows)), new_q, new_v)
+    want = snapshot(reference)
+    k = len(rows)
+    for name in ("qpos", "qvel", "body_pos_w", "body_lin_vel_w", "body_ang_vel_w", "sensordata"):
+        err = (got[name][rows] - want[name][:k]).abs().max().item() if got[name].numel() else 0.0
+        assert err < TOL, f"{name} of reset rows differs from mj_forward reference by {err}"
+    assert quat_close(got["body_quat_w"][rows], want["body_quat_w"][:k]).max() < TOL
+
+
+def test_selected_reset_leaves_other_rows_untouched(backend):
+    n = backend.num_envs
+    if n < 2:
+        pytest.skip("needs at least 2 envs")
+    backend.set_state(all_rows(backend), *to(backend, *random_state(backend, n, 4)))
+    backend.step(torch.zeros(n, backend.state_widths().nu, device=backend.device), 1)
+    before = snapshot(backend)
+    rows = torch.tensor([1])
+    backend.set_state(rows.to(backend.device), *to(backend, *random_state(backend, 1, 5)))
+    after = snapshot(backend)
+    others = torch.tensor([i for i in range(n) if i != 1])
+    for name in before:
+        assert torch.equal(before[name][others], after[name][others]), f"{name} of untouched rows changed"
+
+
+def test_empty_row_selection_is_a_no_op(backend):
+    before = snapshot(backend)
+    nq, nv, _ = backend.state_widths()
+    empty = torch.zeros(0, dtype=torch.int64, device=backend.device)
+    backend.set_state(empty, torch.zeros(0, nq, device=backend.device), torch.zeros(0, nv, device=backend.device))
+    after = snapshot(backend)
+    for name in before:
+        assert torch.equal(before[name], after[name])
+
+
+# ---- determinism ---------------------------------------------------------------------
+def test_determinism_where_declared(backend, case):
+    if not backend.capabilities.has(Feature.DETERMINISTIC):
+        pytest.skip("backend does not declare DETERMINISTIC")
+    name, device, model = case
+    twin = unisim.create_backend(name, model=model, num_envs=backend.num_envs, device=device)
+    try:
+        state = to(backend, *random_state(backend, backend.num_envs, 6))
+        ctrl = 0.1 * torch.ones(backend.num_envs, backend.state_widths().nu, device=backend.device)
+        results = []
+        for b in (backend, twin):
+            b.set_state(all_rows(b), *state)
+            for _ in range(3):
+                b.step(ctrl, 2)
+            results.append(snapshot(b))
+        for key in results[0]:
+            assert torch.equal(results[0][key], results[1][key]), key
+    finally:
+        twin.close()
+
+
+# ---- bad input -----------------------------------------------------------------------
+def _bad_step_inputs(backend):
+    n, nu, dev = backend.num_envs, backend.state_widths().nu, backend.device
+    other = torch.device("meta")
+    nan = torch.zeros(n, nu, device=dev)
+    nan[0, 0] = float("nan")
+    return {
+        "wrong shape": torch.zeros(n, nu + 1, device=dev),
+        "wrong rows": torch.zeros(n + 1, nu, device=dev),
+        "wrong dtype": torch.zeros(n, nu, dtype=torch.float64, device=dev),
+        "wrong device": torch.zeros(n, nu, device=other),
+        "non-finite": nan,
+        "not a tensor": [[0.0] * nu] * n,
+    }
+
+
+@pytest.mark.parametrize("kind", ["wrong shape", "wrong rows", "wrong dtype", "wrong device", "non-finite",
+                                  "not a tensor"])
+def test_bad_ctrl_is_rejected_and_changes_nothing(backend, kind):
+    before, steps = snapshot(backend), physics_steps(backend)
+    with pytest.raises(ContractViolation, match="ctrl"):
+        backend.step(_bad_step_inputs(backend)[kind], 1)
+    assert physics_steps(backend) == steps
+    after = snapshot(backend)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_bad_substeps_is_rejected(backend):
+    ctrl = torch.zeros(backend.num_envs, backend.state_widths().nu, device=backend.device)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ContractViolation, match="substeps"):
+            backend.step(ctrl, bad)
+
+
+def _bad_reset_inputs(backend):
+    n, dev = backend.num_envs, backend.device
+    nq, nv, _ = backend.state_widths()
+    q, v = to(backend, *random_state(backend, 1, 7))
+    q2, v2 = to(backend, *random_state(backend, 2, 7))
+    nanq = q.clone()
+    nanq[0, -1] = float("inf")
+    nanv = v.clone()
+    nanv[0, 0] = float("nan")
+    row = torch.tensor([0], device=dev)
+    return {
+        "rows duplicated": ("rows", torch.tensor([0, 0], device=dev), q2, v2),
+        "rows out of range": ("rows", torch.tensor([n], device=dev), q, v),
+        "rows negative": ("rows", torch.tensor([-1], device=dev), q, v),
+        "rows wrong dtype": ("rows", torch.tensor([0], dtype=torch.int32, device=dev), q, v),
+        "rows 2-D": ("rows", torch.tensor([[0]], device=dev), q, v),
+        "qpos wrong width": ("qpos", row, torch.zeros(1, nq + 1, device=dev), v),
+        "qvel wrong width": ("qvel", row, q, torch.zeros(1, nv - 1, device=dev)),
+        "qpos count mismatch": ("qpos", row, q2, v),
+        "qpos non-finite": ("qpos", row, nanq, v),
+        "qvel non-finite": ("qvel", row, q, nanv),
+        "qpos wrong dtype": ("qpos", row, q.double(), v),
+    }
+
+
+@pytest.mark.parametrize("kind", ["rows duplicated", "rows out of range", "rows negative", "rows wrong dtype",
+                                  "rows 2-D", "qpos wrong width", "qvel wrong width", "qpos count mismatch",
+                                  "qpos non-finite", "qvel non-finite", "qpos wrong dtype"])
+def test_bad_set_state_is_rejected_and_changes_nothing(backend, kind):
+    arg, rows, qpos, qvel = _bad_reset_inputs(backend)[kind]
+    before = snapshot(backend)
+    with pytest.raises(ContractViolation, match=arg):
+        backend.set_state(rows, qpos, qvel)
+    after = snapshot(backend)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_undeclared_model_field_is_rejected(backend):
+    with pytest.raises(ContractViolation, match="not declared"):
+        backend.model_field("definitely_not_a_field")
+
+
+def test_declared_model_field_round_trips(backend):
+    fields = sorted(backend.capabilities.model_fields)
+    if not fields:
+        pytest.skip("backend declares no model-field writes")
+    name = fields[0]
+    current = backend.model_field(name)
+    rows = torch.tensor([0], device=backend.device)
+    backend.set_model_field(name, rows, current[:1] * 1.5)
+    updated = backend.model_field(name)
+    assert torch.allclose(updated[0], current[0] * 1.5)
+    if backend.num_envs > 1:
+        assert torch.equal(updated[1:], current[1:])
+    backend.set_model_field(name, rows, current[:1])
+
+
+def test_num_envs_below_one_is_rejected(case):
+    name, device, model = case
+    for bad in (0, -3):
+        with pytest.raises(ContractViolation, match="num_envs"):
+            unisim.create_backend(name, model=model, num_envs=bad, device=device)
+
+
+def test_missing_model_path_is_rejected(case):
+    name, device, _ = case
+    with pytest.raises(ContractViolation, match="does not exist"):
+        unisim.create_backend(name, model="/nonexistent/scene.xml", num_envs=1, device=device)
+
+
+def test_mjcf_that_does_not_compile_keeps_the_compiler_message(case):
+    name, device, _ = case
+    bad = "<mujoco><worldbody><body><geom type='sphere' size='-1'/></body></worldbody></mujoco>"
+    with pytest.raises(ContractViolation, match="size"):
+        unisim.create_backend(name, model=bad, num_envs=1, device=device)
+
+
+def test_unknown_and_shelved_backends_fail_closed():
+    scope = unisim.backend_scope()
+    with pytest.raises(ContractViolation, match="valid backends"):
+        unisim.create_backend("no_such_engine", model="<mujoco/>", num_envs=1)
+    for shelved in scope.shelved:
+        with pytest.raises(ContractViolation, match="gated out") as info:
+            unisim.create_backend(shelved, model="<mujoco/>", num_envs=1)
+        assert all(active in str(info.value) for active in scope.active)

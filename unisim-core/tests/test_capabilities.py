@@ -1,0 +1,34 @@
+import dataclasses
+
+import pytest
+import torch
+
+from unisim import Capabilities, ContractViolation, DataPlane, Feature, ResetPublication
+
+
+def caps(**kw):
+    base = dict(data_plane=DataPlane.DEVICE, device=torch.device("cpu"),
+                selected_reset_publication=ResetPublication.IMMEDIATE)
+    return Capabilities(**{**base, **kw})
+
+
+def test_valid_declaration_is_frozen():
+    c = caps(features=frozenset({Feature.BODY_VIEWS}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.data_plane = DataPlane.HOST_BRIDGE
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(data_plane="device"), "data_plane"),
+    (dict(device="cpu"), "device"),
+    (dict(selected_reset_publication="lazy"), "selected_reset_publication"),
+    (dict(features=frozenset({"body_views"})), "features"),
+    (dict(data_plane=DataPlane.HOST_BRIDGE, features=frozenset({Feature.GRAPH_CAPTURE})), "features"),
+    (dict(features=frozenset({Feature.GRAPH_CAPTURE})), "features"),  # cpu device cannot capture
+    (dict(features=frozenset({Feature.MODEL_FIELD_WRITES})), "model_fields"),
+    (dict(model_fields=frozenset({"geom_friction"})), "model_fields"),
+    (dict(sensor_kinds=frozenset({"gyro"})), "sensor_kinds"),
+])
+def test_contradictory_or_mistyped_declarations_are_rejected(kw, field):
+    with pytest.raises(ContractViolation, match=f"capabilities.{field}"):
+        caps(**kw)

@@ -1,0 +1,81 @@
+"""mujoco host-bridge adapter specifics (the shared semantics live in the conformance suite)."""
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+import unisim
+from unisim.conformance.test_conformance import random_state
+
+
+@pytest.fixture(scope="module")
+def backend(builtin_model):
+    b = unisim.create_backend("mujoco", model=builtin_model, num_envs=3, nthread=2)
+    yield b
+    b.close()
+
+
+def test_declares_host_bridge_immediate_publication(backend):
+    caps = backend.capabilities
+    assert caps.data_plane is unisim.DataPlane.HOST_BRIDGE
+    assert caps.selected_reset_publication is unisim.ResetPublication.IMMEDIATE
+    assert caps.device == torch.device("cpu")
+
+
+def test_views_match_mj_forward_after_stepping(backend, builtin_model):
+    qpos, qvel = random_state(backend, 3, 11)
+    backend.set_state(torch.arange(3), qpos, qvel)
+    backend.step(torch.full((3, 3), 0.2), substeps=3)
+    m = mujoco.MjModel.from_xml_path(builtin_model)
+    d = mujoco.MjData(m)
+    v = backend.views()
+    for row in range(3):
+        d.qpos[:] = v.qpos[row].double().numpy()
+        d.qvel[:] = v.qvel[row].double().numpy()
+        mujoco.mj_forward(m, d)
+        assert np.abs(d.xpos - v.body_pos_w[row].numpy()).max() < 1e-5
+        assert np.abs(d.sensordata - v.sensordata[row].numpy()).max() < 1e-4
+        vel = np.zeros(6)
+        for b in range(m.nbody):
+            # body-origin velocity (XBODY), the contract's convention -- not the COM velocity
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, b, vel, 0)
+            assert np.abs(vel[3:] - v.body_lin_vel_w[row, b].numpy()).max() < 1e-4
+            assert np.abs(vel[:3] - v.body_ang_vel_w[row, b].numpy()).max() < 1e-4
+
+
+def test_stepping_matches_plain_mj_step(backend, builtin_model):
+    qpos, qvel = random_state(backend, 3, 12)
+    backend.set_state(torch.arange(3), qpos, qvel)
+    ctrl = torch.tensor([[0.1, -0.2, 0.3]]).repeat(3, 1)
+    backend.step(ctrl, substeps=4)
+    m = mujoco.MjModel.from_xml_path(builtin_model)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qpos[0].double().numpy(), qvel[0].double().numpy()
+    d.ctrl[:] = ctrl[0].double().numpy()
+    mujoco.mj_step(m, d, nstep=4)
+    assert np.abs(d.qpos - backend.views().qpos[0].numpy()).max() < 1e-5
+
+
+def test_friction_write_changes_only_that_env(backend):
+    before = backend.model_field("geom_friction")
+    backend.set_model_field("geom_friction", torch.tensor([2]), before[2:3] * 0.5)
+    after = backend.model_field("geom_friction")
+    assert torch.allclose(after[2], before[2] * 0.5) and torch.equal(after[:2], before[:2])
+    assert backend.diagnostics()["per_env_models"] is True
+    backend.set_model_field("geom_friction", torch.tensor([2]), before[2:3])
+
+
+def test_bad_nthread_and_unavailable_cuda_are_rejected(builtin_model):
+    with pytest.raises(unisim.ContractViolation, match="nthread"):
+        unisim.create_backend("mujoco", model=builtin_model, num_envs=1, nthread=0)
+    if not torch.cuda.is_available():
+        with pytest.raises(unisim.ContractViolation, match="CUDA is not available"):
+            unisim.create_backend("mujoco", model=builtin_model, num_envs=1, device="cuda")
+
+
+def test_accelerometer_model_fails_closed():
+    xml = """<mujoco><worldbody><body><freejoint/><geom size='.1'/><site name='s'/></body></worldbody>
+             <sensor><accelerometer site='s'/></sensor></mujoco>"""
+    with pytest.raises(unisim.ContractViolation, match="accelerometer"):
+        unisim.create_backend("mujoco", model=xml, num_envs=1)
