@@ -1,0 +1,207 @@
+"""Owner configuration: pydantic models validated at construction, with dotted overrides.
+
+A task owner is one flat ``EnvCfg`` whose manager sections are dicts of small term
+configs (mjlab style). Variants are plain functions that build and edit a config.
+Overrides address any field by a dotted path (``rewards.alive.weight=2``); unknown keys
+are rejected with the valid ones listed, and values are type-checked by pydantic.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+
+
+Range = tuple[float, float]
+
+
+class TermCfg(Strict):
+    """A term: a function ``func(env, **params) -> Tensor`` or a class ``func(cfg, env)``
+    whose instances are called like the function and may define ``reset(rows)``."""
+
+    func: Callable[..., Any]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObsTermCfg(TermCfg):
+    noise: Range | None = None  # uniform additive noise (min, max), drawn from the env RNG
+    clip: Range | None = None
+    scale: float | None = None
+
+
+class ObsGroupCfg(Strict):
+    terms: dict[str, ObsTermCfg]
+    enable_corruption: bool = True  # apply the terms' noise
+    history_length: int = Field(default=1, ge=1)  # stacked frames, oldest first
+
+
+class RewardTermCfg(TermCfg):
+    """``weight`` for a single-output term; ``weights`` (component -> weight) for a fused
+    term returning ``(N, k)`` in the order of its ``components``."""
+
+    weight: float = 1.0
+    weights: dict[str, float] | None = None
+
+
+class TerminationTermCfg(TermCfg):
+    time_out: bool = False  # True: truncation (bootstrap), False: terminal
+
+
+class EventTermCfg(TermCfg):
+    mode: Literal["startup", "reset", "interval"]
+    interval_range_s: Range | None = None  # per-env random period, interval mode only
+
+    @model_validator(mode="after")
+    def _interval_needs_range(self) -> EventTermCfg:
+        if (self.mode == "interval") != (self.interval_range_s is not None):
+            raise ValueError("interval_range_s is required for mode='interval' and only allowed there")
+        return self
+
+
+class VelocityCommandCfg(Strict):
+    """Body-frame twist command (vx, vy, yaw rate) resampled every few seconds."""
+
+    lin_vel_x: Range = (-1.0, 1.0)
+    lin_vel_y: Range = (-0.5, 0.5)
+    ang_vel_z: Range = (-1.0, 1.0)
+    resampling_time_range_s: Range = (3.0, 8.0)
+    standing_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
+    heading_command: bool = False  # yaw rate from a P-controller on a sampled heading
+    heading_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
+    heading_stiffness: float = 0.5
+    heading_range: Range = (-3.14159, 3.14159)
+
+
+class ActionCfg(Strict):
+    """Joint position targets: ctrl = offset + scale * clip(action)."""
+
+    joint_names: tuple[str, ...] = (".*",)  # regexes over actuator joint names
+    scale: float | dict[str, float] = 0.25  # a float or regex -> scale
+    use_default_offset: bool = True  # offset = the reset keyframe's joint positions
+    clip: Range | None = None
+
+
+class CurriculumTermCfg(TermCfg):
+    pass
+
+
+class MetricTermCfg(TermCfg):
+    pass  # func(env) -> (N,) tensor, averaged over envs and steps between flushes
+
+
+class RecorderTermCfg(TermCfg):
+    capacity: int = Field(default=1000, ge=1)  # steps kept in the on-device ring buffer
+
+
+class EnvCfg(Strict):
+    scene: Callable[[], Any]  # returns the MJCF path
+    decimation: int = Field(default=4, ge=1)
+    episode_length_s: float = Field(default=20.0, gt=0.0)
+    reset_keyframe: str = "knees_bent"
+    actions: ActionCfg = Field(default_factory=ActionCfg)
+    observations: dict[str, ObsGroupCfg] = Field(default_factory=dict)
+    rewards: dict[str, RewardTermCfg] = Field(default_factory=dict)
+    reward_scale_by_dt: bool = True  # Isaac Lab / mjlab convention: rewards are rates
+    terminations: dict[str, TerminationTermCfg] = Field(default_factory=dict)
+    commands: dict[str, VelocityCommandCfg] = Field(default_factory=dict)
+    events: dict[str, EventTermCfg] = Field(default_factory=dict)
+    curriculum: dict[str, CurriculumTermCfg] = Field(default_factory=dict)
+    metrics: dict[str, MetricTermCfg] = Field(default_factory=dict)
+    recorders: dict[str, RecorderTermCfg] = Field(default_factory=dict)
+    backend_options: dict[str, Any] = Field(default_factory=dict)  # e.g. nthread, nconmax
+    # Action/ctrl finiteness checks cost one host sync per step; a proven runner turns
+    # them off to keep a DEVICE-plane step sync-free (shape/dtype/device checks stay).
+    validate_actions: bool = True
+    profile_phases: bool = False  # per-phase timings (CUDA events on GPU), read at flush
+
+
+# ---- dotted overrides --------------------------------------------------------------
+
+def parse_overrides(overrides: Mapping[str, Any] | Iterable[str] | str | None) -> list[tuple[str, Any]]:
+    if overrides is None:
+        return []
+    if isinstance(overrides, str):
+        overrides = overrides.split()
+    if isinstance(overrides, Mapping):
+        return list(overrides.items())
+    items = []
+    for item in overrides:
+        if not isinstance(item, str) or "=" not in item:
+            raise ValueError(f"overrides: expected 'key=value' strings, got {item!r}")
+        key, raw = item.split("=", 1)
+        items.append((key.strip(), _parse_value(raw.strip())))
+    return items
+
+
+def _parse_value(raw: str) -> Any:
+    low = raw.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw  # a plain string; pydantic decides whether it fits
+
+
+def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | str | None) -> EnvCfg:
+    """Return a validated copy of ``cfg`` with dotted overrides applied."""
+    cfg = cfg.model_copy(deep=True)
+    for key, value in parse_overrides(overrides):
+        parts = key.split(".")
+        node: Any = cfg
+        for depth, part in enumerate(parts[:-1]):
+            node = _child(node, part, ".".join(parts[:depth + 1]))
+        _assign(node, parts[-1], value, key)
+    return type(cfg).model_validate(cfg.model_dump())
+
+
+def _valid_keys(node: Any) -> list[str]:
+    return sorted(type(node).model_fields) if isinstance(node, BaseModel) else sorted(node)
+
+
+def _child(node: Any, part: str, path: str) -> Any:
+    if isinstance(node, BaseModel) and part in type(node).model_fields:
+        return getattr(node, part)
+    if isinstance(node, dict) and part in node:
+        return node[part]
+    if not isinstance(node, (BaseModel, dict)):
+        raise ValueError(f"override {path!r}: {type(node).__name__} has no sub-keys")
+    raise ValueError(f"override {path!r}: unknown key {part!r}; valid keys: {_valid_keys(node)}")
+
+
+def _assign(node: Any, part: str, value: Any, key: str) -> None:
+    if isinstance(node, BaseModel):
+        if part not in type(node).model_fields:
+            raise ValueError(f"override {key!r}: unknown key {part!r}; valid keys: {_valid_keys(node)}")
+        try:
+            setattr(node, part, value)
+        except ValidationError as exc:
+            raise ValueError(f"override {key!r}: bad value {value!r}: {exc.errors()[0]['msg']}") from None
+        return
+    if isinstance(node, dict):
+        if part not in node:
+            raise ValueError(f"override {key!r}: unknown key {part!r}; valid keys: {_valid_keys(node)}")
+        old = node[part]
+        if value is None and isinstance(old, BaseModel):
+            del node[part]  # `rewards.alive=None` drops a term
+            return
+        if old is not None and not isinstance(old, BaseModel):
+            try:
+                value = TypeAdapter(type(old)).validate_python(value)
+            except ValidationError as exc:
+                raise ValueError(f"override {key!r}: bad value {value!r}: expected {type(old).__name__} "
+                                 f"({exc.errors()[0]['msg']})") from None
+        elif isinstance(old, BaseModel):
+            raise ValueError(f"override {key!r}: set the fields of {part!r} one by one (or None to drop it)")
+        node[part] = value
+        return
+    raise ValueError(f"override {key!r}: {type(node).__name__} has no sub-keys")

@@ -1,0 +1,1 @@
+"""The Manager runtime: one manager per concern, each a small file."""

@@ -1,0 +1,58 @@
+"""Action manager: policy actions -> joint position targets (the backend's ctrl)."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from unilab.config import ActionCfg
+
+
+class ActionManager:
+    """ctrl = offset + scale * clip(action) for the selected actuators; the rest hold offset.
+
+    Scale and offset are per joint; the offset is the reset keyframe's joint position so a
+    zero action holds the default pose. Buffers are preallocated: no allocation per step.
+    """
+
+    def __init__(self, cfg: ActionCfg, env) -> None:
+        robot = env.robot
+        self.cfg = cfg
+        n, nu = env.num_envs, len(robot.actuators)
+        self.cols = robot.find_joints(cfg.joint_names, "actions")
+        self.joint_names = tuple(robot.joint_names[c] for c in self.cols)
+        self.action_dim = len(self.cols)
+        self._full = self.cols == list(range(nu))
+        scales = []
+        for joint in self.joint_names:
+            if isinstance(cfg.scale, float):
+                scales.append(cfg.scale)
+                continue
+            match = [v for pat, v in cfg.scale.items() if re.fullmatch(pat, joint)]
+            if not match:
+                raise ValueError(f"actions.scale: no pattern matches joint {joint!r}; patterns: {list(cfg.scale)}")
+            scales.append(match[0])
+        dev = env.device
+        self.scale = torch.tensor(scales, dtype=torch.float32, device=dev)
+        default = env.default_joint_pos if cfg.use_default_offset else torch.zeros(nu, device=dev)
+        self.offset_full = default.clone()
+        self.offset = default[self.cols].clone()
+        self.action = torch.zeros(n, self.action_dim, device=dev)
+        self.prev_action = torch.zeros_like(self.action)
+        self.ctrl = self.offset_full.expand(n, nu).clone()
+        self._clip = cfg.clip
+
+    def process(self, action: torch.Tensor) -> torch.Tensor:
+        self.prev_action.copy_(self.action)
+        self.action.copy_(action)
+        a = action.clamp(*self._clip) if self._clip is not None else action
+        if self._full:
+            torch.addcmul(self.offset, a, self.scale, out=self.ctrl)
+        else:
+            self.ctrl[:, self.cols] = torch.addcmul(self.offset, a, self.scale)
+        return self.ctrl
+
+    def reset(self, rows: torch.Tensor) -> None:
+        self.action.index_fill_(0, rows, 0.0)
+        self.prev_action.index_fill_(0, rows, 0.0)

@@ -1,0 +1,20 @@
+"""Curriculum manager: terms called once per env step with ``term(env)``; a term may
+return a dict of plain-Python floats to log. Terms decide on host-side counters (the
+env's step count), so a curriculum costs no device sync."""
+
+from __future__ import annotations
+
+from unilab.config import CurriculumTermCfg
+from unilab.managers.base import build_term
+
+
+class CurriculumManager:
+    def __init__(self, cfg: dict[str, CurriculumTermCfg], env) -> None:
+        self.terms = [build_term("curriculum", n, tc, env) for n, tc in cfg.items()]
+        self.state: dict[str, float] = {}
+
+    def update(self, env) -> None:
+        for t in self.terms:
+            out = t.fn(env)
+            if out:
+                self.state.update({f"curriculum/{t.name}/{k}": float(v) for k, v in out.items()})

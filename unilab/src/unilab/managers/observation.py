@@ -1,0 +1,94 @@
+"""Observation manager: groups of terms -> flat (N, dim) float32 tensors.
+
+Per-term noise, clip and scale are folded into per-column vectors of the group, so a
+group costs one concatenation plus at most three whole-group ops whatever its term
+count; a group without noise/clip/scale pays none of them. Noise is drawn from the env
+RNG. History stacks the last ``history_length`` frames (oldest first); a reset row's
+history is refilled with its first post-reset frame.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from unilab.config import ObsGroupCfg
+from unilab.managers.base import build_term
+
+
+class _Group:
+    def __init__(self, name: str, cfg: ObsGroupCfg, env) -> None:
+        self.name = name
+        self.terms = [build_term(f"observations.{name}", t, tc, env) for t, tc in cfg.terms.items()]
+        outs = [self._term_out(t, env) for t in self.terms]
+        self.term_dims = {t.name: o.shape[1] for t, o in zip(self.terms, outs)}
+        self.frame_dim = sum(self.term_dims.values())
+        self.history = cfg.history_length
+        self.dim = self.frame_dim * self.history
+        dev, inf = env.device, float("inf")
+        lo, hi, clo, chi, scale = [], [], [], [], []
+        for t, d in zip(self.terms, self.term_dims.values()):
+            noise = t.cfg.noise if (cfg.enable_corruption and t.cfg.noise) else (0.0, 0.0)
+            clip = t.cfg.clip or (-inf, inf)
+            lo += [noise[0]] * d; hi += [noise[1]] * d
+            clo += [clip[0]] * d; chi += [clip[1]] * d
+            scale += [1.0 if t.cfg.scale is None else t.cfg.scale] * d
+        as_t = lambda v: torch.tensor(v, dtype=torch.float32, device=dev)  # noqa: E731
+        self.noise_lo, self.noise_width = as_t(lo), as_t(hi) - as_t(lo)
+        self.has_noise = bool((self.noise_width != 0).any())
+        self.clip_lo, self.clip_hi = as_t(clo), as_t(chi)
+        self.has_clip = any(t.cfg.clip for t in self.terms)
+        self.scale = as_t(scale)
+        self.has_scale = any(t.cfg.scale is not None for t in self.terms)
+        if self.history > 1:
+            self.buffer = torch.zeros(env.num_envs, self.history, self.frame_dim, device=dev)
+            self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=dev)
+
+    @staticmethod
+    def _term_out(term, env) -> torch.Tensor:
+        out = term.fn(env)
+        return out.unsqueeze(1) if out.dim() == 1 else out
+
+    def frame(self, env) -> torch.Tensor:
+        outs = [self._term_out(t, env) for t in self.terms]
+        x = torch.cat(outs, dim=1) if len(outs) > 1 else outs[0].clone()
+        if self.has_noise:
+            x = x + self.noise_lo + self.noise_width * torch.rand(x.shape, generator=env.rng, device=x.device)
+        if self.has_clip:
+            x = torch.clamp(x, self.clip_lo, self.clip_hi)
+        if self.has_scale:
+            x = x * self.scale
+        return x
+
+    def compute(self, env, commit: bool) -> torch.Tensor:
+        x = self.frame(env)
+        if self.history == 1:
+            return x
+        # A fresh (just reset) row repeats its first frame over the whole history.
+        shifted = torch.cat((self.buffer[:, 1:], x.unsqueeze(1)), dim=1)
+        stacked = torch.where(self.fresh[:, None, None], x.unsqueeze(1).expand_as(shifted), shifted)
+        if commit:
+            self.buffer.copy_(stacked)
+            self.fresh.zero_()
+        return stacked.reshape(x.shape[0], self.dim)
+
+    def reset(self, rows: torch.Tensor) -> None:
+        if self.history > 1:
+            self.fresh.index_fill_(0, rows, True)
+
+
+class ObservationManager:
+    def __init__(self, cfg: dict[str, ObsGroupCfg], env) -> None:
+        self.groups = [_Group(name, g, env) for name, g in cfg.items()]
+        self.spec = {g.name: g.dim for g in self.groups}
+
+    def compute(self, env, commit: bool = True) -> dict[str, torch.Tensor]:
+        """All groups for the current state; ``commit=False`` (final observations of rows
+        about to reset) leaves the history buffers as they were."""
+        return {g.name: g.compute(env, commit) for g in self.groups}
+
+    def reset(self, rows: torch.Tensor) -> None:
+        for g in self.groups:
+            g.reset(rows)
+
+    def describe(self) -> dict[str, dict[str, int]]:
+        return {g.name: dict(g.term_dims) for g in self.groups}

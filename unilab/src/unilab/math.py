@@ -1,0 +1,52 @@
+"""Quaternion helpers on torch tensors (wxyz, the contract's convention)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def quat_apply_inverse(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    """Rotate world-frame ``vec`` (..., 3) into the frame of ``quat`` (..., 4) wxyz."""
+    w = quat[..., :1]
+    u = -quat[..., 1:]  # conjugate: inverse rotation of a unit quaternion
+    t = 2.0 * torch.cross(u, vec, dim=-1)
+    return vec + w * t + torch.cross(u, t, dim=-1)
+
+
+def quat_apply(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    """Rotate body-frame ``vec`` (..., 3) into the world by ``quat`` (..., 4) wxyz."""
+    w = quat[..., :1]
+    u = quat[..., 1:]
+    t = 2.0 * torch.cross(u, vec, dim=-1)
+    return vec + w * t + torch.cross(u, t, dim=-1)
+
+
+def projected_gravity(quat: torch.Tensor) -> torch.Tensor:
+    """World gravity direction (0, 0, -1) in the body frame; closed form of quat_apply_inverse."""
+    w, x, y, z = quat.unbind(-1)
+    return torch.stack((2.0 * (w * y - x * z), -2.0 * (w * x + y * z), -(w * w - x * x - y * y + z * z)), dim=-1)
+
+
+def yaw_from_quat(quat: torch.Tensor) -> torch.Tensor:
+    """Heading: the yaw of the body x axis projected on the ground plane."""
+    w, x, y, z = quat.unbind(-1)
+    return torch.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+def quat_from_yaw(yaw: torch.Tensor) -> torch.Tensor:
+    half = 0.5 * yaw
+    zeros = torch.zeros_like(yaw)
+    return torch.stack((torch.cos(half), zeros, zeros, torch.sin(half)), dim=-1)
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack((aw * bw - ax * bx - ay * by - az * bz,
+                        aw * bx + ax * bw + ay * bz - az * by,
+                        aw * by - ax * bz + ay * bw + az * bx,
+                        aw * bz + ax * by - ay * bx + az * bw), dim=-1)
+
+
+def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
+    return torch.remainder(angle + torch.pi, 2.0 * torch.pi) - torch.pi

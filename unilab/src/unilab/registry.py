@@ -1,0 +1,56 @@
+"""Task owners: registered config builders, and the one env factory."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from unilab.config import EnvCfg, apply_overrides
+
+_TASKS: dict[str, Callable[[], EnvCfg]] = {}
+_BUILTIN_MODULES = ("unilab.tasks.g1_walk_flat",)
+
+
+def register_task(name: str, build: Callable[[], EnvCfg]) -> None:
+    """Register a task owner: ``build()`` returns a fresh, validated ``EnvCfg``."""
+    if name in _TASKS and _TASKS[name] is not build:
+        raise ValueError(f"task {name!r} is already registered")
+    _TASKS[name] = build
+
+
+def _load_builtin() -> None:
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+def list_tasks() -> list[str]:
+    _load_builtin()
+    return sorted(_TASKS)
+
+
+def task_config(task: str, overrides: Mapping[str, Any] | Iterable[str] | str | None = None) -> EnvCfg:
+    _load_builtin()
+    if task not in _TASKS:
+        raise ValueError(f"task: unknown task {task!r}; registered tasks: {sorted(_TASKS)}")
+    cfg = _TASKS[task]()
+    if not isinstance(cfg, EnvCfg):
+        raise TypeError(f"task {task!r}: builder returned {type(cfg).__name__}, expected EnvCfg")
+    return apply_overrides(cfg, overrides)
+
+
+def make_manager_based_rl_env(task: str, backend: str = "mujoco", num_envs: int = 1, device=None, seed: int = 0,
+                              overrides: Mapping[str, Any] | Iterable[str] | str | None = None):
+    """Build the training env of a registered task owner on a named SimBackend.
+
+    ``overrides``: dotted keys, as a dict or "key=value" strings, e.g.
+    ``["rewards.velocity.weights.alive=2", "episode_length_s=10"]``.
+    """
+    from unilab.env import ManagerBasedRlEnv
+
+    if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ValueError(f"num_envs: expected an int >= 1, got {num_envs!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed: expected an int, got {seed!r}")
+    cfg = task_config(task, overrides)
+    return ManagerBasedRlEnv(cfg, backend=backend, num_envs=num_envs, device=device, seed=seed)

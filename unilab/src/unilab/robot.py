@@ -1,0 +1,184 @@
+"""Robot-facing view of a backend: name resolution and per-step derived quantities.
+
+Everything reads the public contract only (inventory, capabilities, views). Derived
+quantities (body-frame velocities, projected gravity, joint slices) are computed at most
+once per state change and cached: terms share them instead of each recomputing.
+Root quantities come from the free joint's qpos/qvel (MuJoCo layout is part of the
+contract), so they need no optional feature; body poses need BODY_VIEWS.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from unilab import math as lm
+from unisim import Feature, SimBackend
+
+
+class MissingCapability(ValueError):
+    """A term needs a capability the backend does not declare."""
+
+
+def index_or_slice(indices: list[int]) -> slice | torch.Tensor | list[int]:
+    """A contiguous index list becomes a slice: a view, not a gather, on every read."""
+    if indices and indices == list(range(indices[0], indices[-1] + 1)):
+        return slice(indices[0], indices[-1] + 1)
+    return indices
+
+
+class RobotState:
+    def __init__(self, backend: SimBackend) -> None:
+        self.backend = backend
+        self.capabilities = backend.capabilities
+        self.inventory = backend.inventory()
+        self.device = backend.device
+        self.num_envs = backend.num_envs
+        inv = self.inventory
+        free = [j for j in inv.joints if j.kind == "free"]
+        if len(free) != 1:
+            raise ValueError(f"robot: expected exactly one free (floating base) joint, got {[j.name for j in free]}")
+        self.root_qpos_adr = free[0].qpos_adr
+        self.root_qvel_adr = free[0].qvel_adr
+        self.root_body = inv.body(free[0].body).index
+        # Actuated joints in ctrl order: this is the action and joint observation order.
+        self.actuators = sorted(inv.actuators, key=lambda a: a.index)
+        self.joint_names = tuple(a.joint for a in self.actuators)
+        joints = [inv.joint(n) for n in self.joint_names]
+        self.joint_qpos_index = index_or_slice([j.qpos_adr for j in joints])
+        self.joint_qvel_index = index_or_slice([j.qvel_adr for j in joints])
+        lo = [j.range[0] if j.range else -float("inf") for j in joints]
+        hi = [j.range[1] if j.range else float("inf") for j in joints]
+        self.joint_limits = torch.tensor([lo, hi], dtype=torch.float32, device=self.device).T.contiguous()
+        self._cache: dict[str, torch.Tensor] = {}
+        self._views = None
+
+    # ---- names --------------------------------------------------------------------
+    def find_joints(self, patterns: tuple[str, ...] | list[str] | str, owner: str) -> list[int]:
+        """Columns (in action order) of actuated joints matching any regex in ``patterns``."""
+        patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+        cols = [i for i, n in enumerate(self.joint_names) if any(re.fullmatch(p, n) for p in patterns)]
+        if not cols:
+            raise ValueError(f"{owner}: no actuated joint matches {list(patterns)}; available: {list(self.joint_names)}")
+        return cols
+
+    def body_index(self, name: str, owner: str) -> int:
+        names = [b.name for b in self.inventory.bodies]
+        if name not in names:
+            raise ValueError(f"{owner}: unknown body {name!r}; available bodies: {names}")
+        return self.inventory.body(name).index
+
+    def sensor_slice(self, name: str, owner: str) -> slice:
+        names = [s.name for s in self.inventory.sensors]
+        if name not in names:
+            raise ValueError(f"{owner}: unknown sensor {name!r}; available sensors: {names}")
+        s = self.inventory.sensor(name)
+        return slice(s.adr, s.adr + s.width)
+
+    def require(self, owner: str, features: tuple[Feature, ...] = (), model_fields: tuple[str, ...] = (),
+                sensor_kinds: tuple[str, ...] = ()) -> None:
+        caps = self.capabilities
+        for f in features:
+            if not caps.has(f):
+                raise MissingCapability(f"{owner}: needs capability feature {f.value!r}, which this backend "
+                                        f"does not declare (declared: {sorted(x.value for x in caps.features)})")
+        for name in model_fields:
+            if name not in caps.model_fields:
+                raise MissingCapability(f"{owner}: needs capability model field {name!r} (set_model_field), "
+                                        f"which this backend does not declare (declared: {sorted(caps.model_fields)})")
+        for kind in sensor_kinds:
+            if kind not in caps.sensor_kinds:
+                raise MissingCapability(f"{owner}: needs capability sensor kind {kind!r}, which this backend "
+                                        f"does not declare (declared: {sorted(caps.sensor_kinds)})")
+
+    # ---- state ----------------------------------------------------------------------
+    def invalidate(self) -> None:
+        """Physics moved or rows were written: drop derived values and re-fetch the views
+        (fetching is what lets a LAZY-publication backend publish before we read)."""
+        self._cache.clear()
+        self._views = None
+
+    @property
+    def views(self):
+        if self._views is None:
+            self._views = self.backend.views()
+        return self._views
+
+    def _get(self, key: str, fn) -> torch.Tensor:
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = fn()
+        return value
+
+    @property
+    def qpos(self) -> torch.Tensor:
+        return self.views.qpos
+
+    @property
+    def qvel(self) -> torch.Tensor:
+        return self.views.qvel
+
+    @property
+    def root_pos_w(self) -> torch.Tensor:
+        a = self.root_qpos_adr
+        return self.views.qpos[:, a:a + 3]
+
+    @property
+    def root_quat_w(self) -> torch.Tensor:
+        a = self.root_qpos_adr
+        return self.views.qpos[:, a + 3:a + 7]
+
+    @property
+    def root_lin_vel_w(self) -> torch.Tensor:
+        a = self.root_qvel_adr  # free joint: world-frame velocity of the body origin
+        return self.views.qvel[:, a:a + 3]
+
+    @property
+    def root_ang_vel_b(self) -> torch.Tensor:
+        a = self.root_qvel_adr  # free joint: body-frame angular velocity
+        return self.views.qvel[:, a + 3:a + 6]
+
+    @property
+    def root_lin_vel_b(self) -> torch.Tensor:
+        return self._get("root_lin_vel_b", lambda: lm.quat_apply_inverse(self.root_quat_w, self.root_lin_vel_w))
+
+    @property
+    def projected_gravity_b(self) -> torch.Tensor:
+        return self._get("projected_gravity_b", lambda: lm.projected_gravity(self.root_quat_w))
+
+    @property
+    def heading_w(self) -> torch.Tensor:
+        return self._get("heading_w", lambda: lm.yaw_from_quat(self.root_quat_w))
+
+    @property
+    def joint_pos(self) -> torch.Tensor:
+        return self.views.qpos[:, self.joint_qpos_index]
+
+    @property
+    def joint_vel(self) -> torch.Tensor:
+        return self.views.qvel[:, self.joint_qvel_index]
+
+    @property
+    def body_pos_w(self) -> torch.Tensor:
+        return self.views.body_pos_w
+
+    @property
+    def body_quat_w(self) -> torch.Tensor:
+        return self.views.body_quat_w
+
+    @property
+    def body_lin_vel_w(self) -> torch.Tensor:
+        return self.views.body_lin_vel_w
+
+    @property
+    def body_ang_vel_w(self) -> torch.Tensor:
+        return self.views.body_ang_vel_w
+
+    @property
+    def sensordata(self) -> torch.Tensor:
+        return self.views.sensordata
+
+    def cached(self, key: str, fn) -> torch.Tensor:
+        """Share a term-defined derived quantity for the current state."""
+        return self._get(key, fn)

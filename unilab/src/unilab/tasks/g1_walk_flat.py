@@ -1,0 +1,171 @@
+"""g1_walk_flat: Unitree G1 (29 DoF) velocity tracking on flat ground.
+
+50 Hz control (sim dt 0.005 from the scene, decimation 4), 20 s episodes. The reward
+set follows mjlab 1.6's G1 velocity task (exp-kernel tracking with std^2 0.25 / 0.5,
+torso upright, speed-dependent posture, action rate, soft joint limits, foot slip)
+plus an alive bonus, a terminal penalty and Isaac Lab's biped air-time term, since on
+flat ground with an off-policy learner a gait incentive shortens the shuffling phase.
+Foot contact is a height proxy (no contact forces in the contract). Variants are plain
+functions editing the default config.
+"""
+
+from __future__ import annotations
+
+import math
+
+from unilab.assets import G1_JOINT_NAMES, g1_scene_path
+from unilab.assets.g1_scene import NATURAL_FREQ, joint_motor
+from unilab.config import (ActionCfg, CurriculumTermCfg, EnvCfg, EventTermCfg, ObsGroupCfg, ObsTermCfg,
+                           RewardTermCfg, TerminationTermCfg, VelocityCommandCfg)
+from unilab.registry import register_task
+from unilab.terms import curriculum as cur
+from unilab.terms import events as ev
+from unilab.terms import observations as obs
+from unilab.terms import rewards as rew
+from unilab.terms import terminations as term
+
+FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
+CONTACT_HEIGHT = 0.06  # foot origin is 0.038 m above the floor when flat
+
+# Rationale (mjlab): legs loose in pitch/knee for the stride, tight in roll; waist tight.
+POSTURE = {
+    "std_standing": {".*": 0.05},
+    "std_walking": {r".*hip_pitch.*": 0.3, r".*hip_roll.*": 0.15, r".*hip_yaw.*": 0.15, r".*knee.*": 0.35,
+                    r".*ankle_pitch.*": 0.25, r".*ankle_roll.*": 0.1, r".*waist_yaw.*": 0.2,
+                    r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.1, r".*shoulder_pitch.*": 0.15,
+                    r".*shoulder_roll.*": 0.15, r".*shoulder_yaw.*": 0.1, r".*elbow.*": 0.15, r".*wrist.*": 0.3},
+    "std_running": {r".*hip_pitch.*": 0.5, r".*hip_roll.*": 0.2, r".*hip_yaw.*": 0.2, r".*knee.*": 0.6,
+                    r".*ankle_pitch.*": 0.35, r".*ankle_roll.*": 0.15, r".*waist_yaw.*": 0.3,
+                    r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.2, r".*shoulder_pitch.*": 0.5,
+                    r".*shoulder_roll.*": 0.2, r".*shoulder_yaw.*": 0.15, r".*elbow.*": 0.35, r".*wrist.*": 0.3},
+    "walking_threshold": 0.05,
+    "running_threshold": 1.5,
+}
+
+WEIGHTS = {"track_lin_vel": 2.0, "track_ang_vel": 2.0, "upright": 1.0, "posture": 1.0, "body_ang_vel": -0.05,
+           "action_rate": -0.1, "joint_limits": -1.0, "feet_air_time": 0.5, "foot_slip": -0.1, "alive": 0.5,
+           "terminated": -100.0}
+
+
+def action_scale() -> dict[str, float]:
+    """0.25 * effort / kp per joint: a unit action moves a joint by a quarter of the
+    deflection at which its PD controller saturates (mjlab's G1_ACTION_SCALE)."""
+    out = {}
+    for joint in G1_JOINT_NAMES:
+        armature, effort = joint_motor(joint)
+        out[joint] = 0.25 * effort / (armature * NATURAL_FREQ**2)
+    return out
+
+
+def _policy_terms(noisy: bool) -> dict[str, ObsTermCfg]:
+    n = (lambda lo, hi: (lo, hi)) if noisy else (lambda lo, hi: None)
+    return {
+        "base_ang_vel": ObsTermCfg(func=obs.base_ang_vel, noise=n(-0.2, 0.2)),
+        "projected_gravity": ObsTermCfg(func=obs.projected_gravity, noise=n(-0.05, 0.05)),
+        "command": ObsTermCfg(func=obs.velocity_command, params={"command_name": "twist"}),
+        "joint_pos": ObsTermCfg(func=obs.joint_pos_rel, noise=n(-0.01, 0.01)),
+        "joint_vel": ObsTermCfg(func=obs.joint_vel, noise=n(-1.5, 1.5)),
+        "actions": ObsTermCfg(func=obs.last_action),
+    }
+
+
+def _fused_rewards() -> dict[str, RewardTermCfg]:
+    return {"velocity": RewardTermCfg(func=rew.velocity_rewards, weights=dict(WEIGHTS), params={
+        "command_name": "twist", "std_lin_vel": math.sqrt(0.25), "std_ang_vel": math.sqrt(0.5),
+        "std_upright": math.sqrt(0.2), "torso_body": "torso_link", "posture": POSTURE, "soft_factor": 0.9,
+        "feet": FEET, "contact_height": CONTACT_HEIGHT, "air_time_threshold": 0.4, "command_threshold": 0.1})}
+
+
+def _unfused_rewards() -> dict[str, RewardTermCfg]:
+    w = WEIGHTS
+    feet = {"bodies": FEET, "contact_height": CONTACT_HEIGHT, "command_threshold": 0.1}
+    return {
+        "track_lin_vel": RewardTermCfg(func=rew.track_lin_vel, weight=w["track_lin_vel"],
+                                       params={"std": math.sqrt(0.25), "command_name": "twist"}),
+        "track_ang_vel": RewardTermCfg(func=rew.track_ang_vel, weight=w["track_ang_vel"],
+                                       params={"std": math.sqrt(0.5), "command_name": "twist"}),
+        "upright": RewardTermCfg(func=rew.upright, weight=w["upright"],
+                                 params={"std": math.sqrt(0.2), "body": "torso_link"}),
+        "posture": RewardTermCfg(func=rew.posture, weight=w["posture"], params={"command_name": "twist", **POSTURE}),
+        "body_ang_vel": RewardTermCfg(func=rew.body_ang_vel_xy, weight=w["body_ang_vel"], params={"body": "torso_link"}),
+        "action_rate": RewardTermCfg(func=rew.action_rate_l2, weight=w["action_rate"]),
+        "joint_limits": RewardTermCfg(func=rew.joint_pos_limits, weight=w["joint_limits"], params={"soft_factor": 0.9}),
+        "feet_air_time": RewardTermCfg(func=rew.feet_air_time, weight=w["feet_air_time"],
+                                       params={**feet, "threshold": 0.4}),
+        "foot_slip": RewardTermCfg(func=rew.foot_slip, weight=w["foot_slip"], params=feet),
+        "alive": RewardTermCfg(func=rew.alive, weight=w["alive"]),
+        "terminated": RewardTermCfg(func=rew.is_terminated, weight=w["terminated"]),
+    }
+
+
+def g1_walk_flat() -> EnvCfg:
+    return EnvCfg(
+        scene=g1_scene_path,
+        decimation=4,
+        episode_length_s=20.0,
+        reset_keyframe="knees_bent",
+        actions=ActionCfg(scale=action_scale(), use_default_offset=True),
+        commands={"twist": VelocityCommandCfg(lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5), ang_vel_z=(-1.0, 1.0),
+                                              resampling_time_range_s=(3.0, 8.0), standing_fraction=0.1,
+                                              heading_command=False)},
+        observations={
+            "policy": ObsGroupCfg(terms=_policy_terms(noisy=True), enable_corruption=True),
+            "critic": ObsGroupCfg(terms={
+                **_policy_terms(noisy=False),
+                "base_lin_vel": ObsTermCfg(func=obs.base_lin_vel),
+                "base_height": ObsTermCfg(func=obs.base_height),
+                "feet_height": ObsTermCfg(func=obs.body_height, params={"bodies": FEET}),
+                "feet_contact": ObsTermCfg(func=obs.feet_contact,
+                                           params={"bodies": FEET, "contact_height": CONTACT_HEIGHT}),
+            }, enable_corruption=False),
+        },
+        rewards=_fused_rewards(),
+        terminations={
+            "time_out": TerminationTermCfg(func=term.time_out, time_out=True),
+            "fell_over": TerminationTermCfg(func=term.bad_orientation, params={"limit_angle": math.radians(70.0)}),
+            "base_too_low": TerminationTermCfg(func=term.base_height_below, params={"min_height": 0.35}),
+        },
+        events={
+            "reset_yaw": EventTermCfg(func=ev.reset_root_yaw, mode="reset", params={"yaw_range": (-math.pi, math.pi)}),
+            "reset_joints": EventTermCfg(func=ev.reset_joints_offset, mode="reset",
+                                         params={"position_range": (-0.1, 0.1)}),
+            "push": EventTermCfg(func=ev.push_by_velocity, mode="interval", interval_range_s=(5.0, 10.0),
+                                 params={"velocity_range": {"x": (-0.5, 0.5), "y": (-0.5, 0.5)}}),
+        },
+        curriculum={"command_ranges": CurriculumTermCfg(func=cur.command_range_stages, params={
+            "command_name": "twist",
+            "stages": [{"step": 0, "lin_vel_x": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0)},
+                       {"step": 120_000, "lin_vel_x": (-1.5, 2.0)}]})},
+    )
+
+
+def g1_walk_flat_unfused() -> EnvCfg:
+    """Same task with one term per reward component (reference for the fused term)."""
+    cfg = g1_walk_flat()
+    cfg.rewards = _unfused_rewards()
+    return cfg
+
+
+def g1_walk_flat_dr() -> EnvCfg:
+    """Adds friction and torso-mass randomization at startup (needs model-field writes)."""
+    cfg = g1_walk_flat()
+    cfg.events["friction"] = EventTermCfg(func=ev.randomize_friction, mode="startup", params={"range": (0.5, 1.25)})
+    cfg.events["torso_mass"] = EventTermCfg(func=ev.randomize_body_mass, mode="startup",
+                                            params={"bodies": ["torso_link"], "range": (0.9, 1.1)})
+    return cfg
+
+
+def g1_walk_flat_play() -> EnvCfg:
+    """Evaluation: no observation noise, no pushes, no curriculum, long episodes."""
+    cfg = g1_walk_flat()
+    cfg.observations["policy"].enable_corruption = False
+    cfg.events.pop("push")
+    cfg.curriculum = {}
+    cfg.episode_length_s = 1e6
+    return cfg
+
+
+register_task("g1_walk_flat", g1_walk_flat)
+register_task("g1_walk_flat_unfused", g1_walk_flat_unfused)
+register_task("g1_walk_flat_dr", g1_walk_flat_dr)
+register_task("g1_walk_flat_play", g1_walk_flat_play)

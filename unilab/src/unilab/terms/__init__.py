@@ -1,0 +1,1 @@
+"""Term library: functions (and small classes where names must be resolved once)."""

@@ -1,0 +1,79 @@
+"""Observation terms. Each returns (N, d) float32 for the current state."""
+
+from __future__ import annotations
+
+import torch
+
+from unisim import Feature
+
+
+def base_ang_vel(env) -> torch.Tensor:
+    """Body-frame angular velocity of the floating base (free-joint qvel; no feature needed)."""
+    return env.robot.root_ang_vel_b
+
+
+def base_lin_vel(env) -> torch.Tensor:
+    return env.robot.root_lin_vel_b
+
+
+def projected_gravity(env) -> torch.Tensor:
+    return env.robot.projected_gravity_b
+
+
+def base_height(env) -> torch.Tensor:
+    return env.robot.root_pos_w[:, 2:3]
+
+
+def joint_pos_rel(env) -> torch.Tensor:
+    return env.robot.joint_pos - env.default_joint_pos
+
+
+def joint_vel(env) -> torch.Tensor:
+    return env.robot.joint_vel
+
+
+def last_action(env) -> torch.Tensor:
+    return env.action_manager.action
+
+
+def velocity_command(env, command_name: str = "twist") -> torch.Tensor:
+    return env.command_manager.command(command_name)
+
+
+class sensor:
+    """A named MJCF sensor's columns; needs SENSOR_VIEWS and the sensor's kind."""
+
+    def __init__(self, cfg, env) -> None:
+        name = cfg.params["name"]
+        robot = env.robot
+        sl = robot.sensor_slice(name, "sensor")
+        kind = robot.inventory.sensor(name).kind
+        robot.require("sensor", (Feature.SENSOR_VIEWS,), sensor_kinds=(kind,))
+        self.cols = sl
+
+    def __call__(self, env) -> torch.Tensor:
+        return env.robot.sensordata[:, self.cols]
+
+
+class body_height:
+    """World z of named bodies (e.g. feet), privileged; needs BODY_VIEWS."""
+
+    def __init__(self, cfg, env) -> None:
+        env.robot.require("body_height", (Feature.BODY_VIEWS,))
+        self.idx = [env.robot.body_index(b, "body_height") for b in cfg.params["bodies"]]
+
+    def __call__(self, env) -> torch.Tensor:
+        return env.robot.body_pos_w[:, self.idx, 2]
+
+
+class feet_contact:
+    """Per-foot contact flag (height proxy, see rewards.FeetState) and air/contact time."""
+
+    def __init__(self, cfg, env) -> None:
+        from unilab.terms.rewards import FeetState
+        self.feet = FeetState.get(env, tuple(cfg.params["bodies"]), cfg.params.get("contact_height", 0.05))
+
+    def __call__(self, env) -> torch.Tensor:
+        f = self.feet
+        f.update(env)
+        return torch.cat((f.contact.float(), f.air_time, f.contact_time), dim=1)

@@ -1,0 +1,20 @@
+"""Termination terms: each returns (N,) bool."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def time_out(env) -> torch.Tensor:
+    return env.episode_length >= env.max_episode_length
+
+
+def bad_orientation(env, limit_angle: float = math.radians(70.0)) -> torch.Tensor:
+    """Base tilt beyond ``limit_angle``: acos(-g_z) > limit, written without the acos."""
+    return env.robot.projected_gravity_b[:, 2] > -math.cos(limit_angle)
+
+
+def base_height_below(env, min_height: float = 0.35) -> torch.Tensor:
+    return env.robot.root_pos_w[:, 2] < min_height
