@@ -78,12 +78,11 @@ class SimBackend(abc.ABC):
         """
         self._check_open()
         widths = self.state_widths()
-        n = self._check_rows(rows)
+        n = self._check_rows_layout(rows)
         self._check_tensor("qpos", qpos, torch.float32, (n, widths.nq))
         self._check_tensor("qvel", qvel, torch.float32, (n, widths.nv))
-        if self.validate:
-            self._check_finite("qpos", qpos)
-            self._check_finite("qvel", qvel)
+        if n and self.validate:
+            self._check_values(rows, qpos=qpos, qvel=qvel)
         if n:
             self._set_state(rows, qpos, qvel)
 
@@ -94,11 +93,11 @@ class SimBackend(abc.ABC):
         if name not in allowed:
             raise ContractViolation(
                 f"name: model field {name!r} is not declared writable; declared: {sorted(allowed)}")
-        n = self._check_rows(rows)
+        n = self._check_rows_layout(rows)
         current = self.model_field(name)
         self._check_tensor("values", values, torch.float32, (n, *current.shape[1:]))
-        if self.validate:
-            self._check_finite("values", values)
+        if n and self.validate:
+            self._check_values(rows, values=values)
         if n:
             self._set_model_field(name, rows, values)
 
@@ -155,7 +154,8 @@ class SimBackend(abc.ABC):
         if not bool(torch.isfinite(t).all()):
             raise ContractViolation(f"{arg}: expected finite values, got NaN or inf")
 
-    def _check_rows(self, rows: object) -> int:
+    def _check_rows_layout(self, rows: object) -> int:
+        """Type, dtype, rank and device of ``rows``: no device sync."""
         if not isinstance(rows, torch.Tensor):
             raise ContractViolation(f"rows: expected an int64 torch.Tensor, got {type(rows).__name__}")
         if rows.dtype != torch.int64:
@@ -164,13 +164,19 @@ class SimBackend(abc.ABC):
             raise ContractViolation(f"rows: expected a 1-D tensor, got shape {tuple(rows.shape)}")
         if rows.device != self.device:
             raise ContractViolation(f"rows: expected device {self.device}, got {rows.device}")
-        n = rows.numel()
-        if n and self.validate:
-            lo, hi, unique = torch.stack(
-                [rows.min(), rows.max(), torch.tensor(rows.unique().numel(), device=rows.device)]).tolist()
-            if lo < 0 or hi >= self.num_envs:
-                raise ContractViolation(
-                    f"rows: expected indices in [0, {self.num_envs}), got range [{lo}, {hi}]")
-            if unique != n:
-                raise ContractViolation("rows: expected unique indices, got duplicates")
-        return n
+        return rows.numel()
+
+    def _check_values(self, rows: torch.Tensor, **finite: torch.Tensor) -> None:
+        """Range and uniqueness of ``rows`` and finiteness of ``finite``: one device sync."""
+        ordered = rows.sort().values
+        unique = (ordered[1:] != ordered[:-1]).all() if rows.numel() > 1 else torch.ones((), dtype=torch.bool,
+                                                                                          device=rows.device)
+        flags = [ordered[0], ordered[-1], unique.long()] + [torch.isfinite(t).all().long() for t in finite.values()]
+        lo, hi, is_unique, *is_finite = torch.stack(flags).tolist()
+        if lo < 0 or hi >= self.num_envs:
+            raise ContractViolation(f"rows: expected indices in [0, {self.num_envs}), got range [{lo}, {hi}]")
+        if not is_unique:
+            raise ContractViolation("rows: expected unique indices, got duplicates")
+        for arg, ok in zip(finite, is_finite, strict=True):
+            if not ok:
+                raise ContractViolation(f"{arg}: expected finite values, got NaN or inf")
