@@ -1,0 +1,210 @@
+"""Genesis adapter: DEVICE data plane (gs.gpu on CUDA, gs.cpu on the CPU).
+
+Trade-offs, decided here:
+- Genesis owns its state tensors and its getters return copies, so zero-copy views are not
+  possible. The public views are tensors preallocated once and refreshed after ``step`` and
+  ``set_state`` with the fewest getter calls that cover them: get_qpos, get_dofs_velocity,
+  get_links_pos/quat/vel/ang (six), then one permuted copy each into the views.
+- Layout: links/joints are matched to MuJoCo bodies/joints BY NAME once at construction and
+  turned into index tensors (qpos, qvel, body); the views are in MuJoCo order even when
+  Genesis orders things its own way. The world body is Genesis's "world" link.
+- Sensors: Genesis drops MJCF ``<sensor>`` silently, so the declared kinds are computed from
+  link states plus the attachment offsets in the MjModel (``link_sensors``); a model with
+  any other kind is refused (fail closed).
+- PD control: Genesis imports kp/kv from MJCF position actuators but applies nothing until
+  ``control_dofs_position`` is called, so every ``step`` sends ctrl (MuJoCo actuator order,
+  clamped to ctrlrange as MuJoCo does) to the actuated dofs. Gains and force ranges are set
+  explicitly from the MjModel so they do not depend on Genesis's importer.
+- ``gs.init`` may run once per process: the first backend picks gs.cpu or gs.gpu, and a
+  later request for the other one fails closed.
+- ``set_state``: set_qpos (which zeroes velocity), then set_dofs_velocity, both only for
+  ``rows``; Genesis updates link states without a step, then the views are refreshed, so
+  publication is IMMEDIATE. Genesis keeps no per-env time.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import torch
+
+from unisim.adapters.genesis_runtime import build_scene, genesis_backend_for
+from unisim.adapters.link_sensors import SENSOR_KINDS, LinkStateSensors
+from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contract import Rows, SimBackend
+from unisim.devices import resolve_device
+from unisim.errors import ContractViolation
+from unisim.inventory import Inventory
+from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
+from unisim.views import BackendViews
+
+OPTIONS = ("validate",)
+
+
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> "GenesisBackend":
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ContractViolation(f"options: unknown genesis option(s) {unknown}; valid: {list(OPTIONS)}")
+    mjmodel = load_model(model)
+    check_sensor_kinds(mjmodel, SENSOR_KINDS, "genesis")
+    _check_actuators(mjmodel)
+    resolved = resolve_device(device)
+    backend = genesis_backend_for(resolved)
+    if isinstance(model, str) and model.lstrip().startswith("<"):
+        # Genesis loads MJCF from files only; the string already compiled with MuJoCo above.
+        fd, tmp = tempfile.mkstemp(suffix=".xml", prefix="unisim_genesis_")
+        with os.fdopen(fd, "w") as f:
+            f.write(model)
+        try:
+            return GenesisBackend(mjmodel, Path(tmp), num_envs, resolved, backend,
+                                  validate=options.get("validate", True))
+        finally:
+            os.unlink(tmp)
+    return GenesisBackend(mjmodel, Path(model), num_envs, resolved, backend, validate=options.get("validate", True))
+
+
+def _check_actuators(model: mujoco.MjModel) -> None:
+    """Only joint position servos map onto Genesis's PD control; refuse anything else."""
+    for a in range(model.nu):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a)
+        joint = int(model.actuator_trnid[a, 0])
+        ok = (int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+              and int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+              and int(model.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
+              and int(model.jnt_type[joint]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+              and float(model.actuator_gear[a, 0]) == 1.0)
+        if not ok:
+            raise ContractViolation(
+                f"model: actuator {name!r} is not a joint position servo (<position> on a hinge/slide, "
+                "gear 1); the genesis adapter maps only those onto Genesis PD control")
+
+
+class GenesisBackend(SimBackend):
+    """``num_envs`` Genesis envs of one MJCF model; see the module docstring."""
+
+    def __init__(self, mjmodel: mujoco.MjModel, path: Path, num_envs: int, device: torch.device,
+                 gs_backend: Any, validate: bool = True) -> None:
+        super().__init__(num_envs, validate)
+        self._inventory = build_inventory(mjmodel)
+        features = {Feature.BODY_VIEWS}
+        if mjmodel.nsensor:
+            features.add(Feature.SENSOR_VIEWS)
+        self._capabilities = Capabilities(
+            data_plane=DataPlane.DEVICE, device=device,
+            selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
+            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset())
+        self._scene, self._robot = build_scene(mjmodel, path, num_envs, gs_backend)
+        self._build_maps(mjmodel, device)
+        self._sensors = LinkStateSensors(mjmodel, device)
+        n, nb = num_envs, mjmodel.nbody
+        f32 = dict(dtype=torch.float32, device=device)
+        self._views = BackendViews(
+            qpos=torch.zeros((n, mjmodel.nq), **f32), qvel=torch.zeros((n, mjmodel.nv), **f32),
+            body_pos_w=torch.zeros((n, nb, 3), **f32), body_quat_w=torch.zeros((n, nb, 4), **f32),
+            body_lin_vel_w=torch.zeros((n, nb, 3), **f32), body_ang_vel_w=torch.zeros((n, nb, 3), **f32),
+            sensordata=torch.zeros((n, mjmodel.nsensordata), **f32))
+        self._physics_steps = 0
+        self._env_steps = 0
+        self._set_state_calls = 0
+        self._refresh()
+
+    def _build_maps(self, mjmodel: mujoco.MjModel, device: torch.device) -> None:
+        robot = self._robot
+        links = {link.name: link.idx_local for link in robot.links}
+        joints = {joint.name: joint for joint in robot.joints}
+        body_perm = []
+        for body in self._inventory.bodies:
+            if body.name not in links:
+                raise ContractViolation(
+                    f"model: body {body.name!r} has no Genesis link (Genesis merged or renamed it); "
+                    f"links: {sorted(links)}")
+            body_perm.append(links[body.name])
+        qpos_perm, qvel_perm = [0] * mjmodel.nq, [0] * mjmodel.nv
+        for info in self._inventory.joints:
+            joint = joints.get(info.name)
+            if joint is None:
+                raise ContractViolation(f"model: joint {info.name!r} has no Genesis joint; joints: {sorted(joints)}")
+            qs, dofs = list(joint.qs_idx_local), list(joint.dofs_idx_local)
+            if len(qs) != info.qpos_width or len(dofs) != info.qvel_width:
+                raise ContractViolation(f"model: joint {info.name!r} has a different width in Genesis")
+            qpos_perm[info.qpos_adr:info.qpos_adr + info.qpos_width] = qs
+            qvel_perm[info.qvel_adr:info.qvel_adr + info.qvel_width] = dofs
+        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)  # noqa: E731
+        self._body_perm = as_index(body_perm)  # MuJoCo body b <- Genesis link body_perm[b]
+        self._qpos_perm = as_index(qpos_perm)  # MuJoCo qpos column i <- Genesis q qpos_perm[i]
+        self._qvel_perm = as_index(qvel_perm)
+        # Inverse maps for writing: Genesis q column qpos_perm[i] <- MuJoCo column i.
+        self._qpos_inv = torch.argsort(self._qpos_perm)
+        self._qvel_inv = torch.argsort(self._qvel_perm)
+        act_dofs = [joints[a.joint].dofs_idx_local[0] for a in self._inventory.actuators]
+        self._act_dofs = as_index(act_dofs)
+        lo = [a.ctrl_range[0] if a.ctrl_range else -float("inf") for a in self._inventory.actuators]
+        hi = [a.ctrl_range[1] if a.ctrl_range else float("inf") for a in self._inventory.actuators]
+        self._ctrl_lo = torch.tensor(lo, dtype=torch.float32, device=device)
+        self._ctrl_hi = torch.tensor(hi, dtype=torch.float32, device=device)
+        if act_dofs:
+            kp = torch.tensor([a.kp for a in self._inventory.actuators], dtype=torch.float32, device=device)
+            kv = torch.tensor([a.kv for a in self._inventory.actuators], dtype=torch.float32, device=device)
+            robot.set_dofs_kp(kp, self._act_dofs)
+            robot.set_dofs_kv(kv, self._act_dofs)
+            force = torch.tensor([
+                mjmodel.actuator_forcerange[a] if mjmodel.actuator_forcelimited[a] else (-float("inf"), float("inf"))
+                for a in range(mjmodel.nu)], dtype=torch.float32, device=device)
+            robot.set_dofs_force_range(force[:, 0], force[:, 1], self._act_dofs)
+
+    # ---- declarations -------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def inventory(self) -> Inventory:
+        return self._inventory
+
+    def views(self) -> BackendViews:
+        return self._views
+
+    # ---- physics ------------------------------------------------------------------
+    def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
+        if self._act_dofs.numel():
+            target = torch.minimum(torch.maximum(ctrl, self._ctrl_lo), self._ctrl_hi)
+            self._robot.control_dofs_position(target, self._act_dofs)
+        for _ in range(substeps):
+            self._scene.step(update_visualizer=False, refresh_visualizer=False)
+        self._physics_steps += substeps
+        self._env_steps += 1
+        self._refresh()
+
+    def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        robot = self._robot
+        # set_qpos zeroes velocities, so the velocity goes second.
+        robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=rows, zero_velocity=True)
+        robot.set_dofs_velocity(qvel[:, self._qvel_inv], envs_idx=rows)
+        self._set_state_calls += 1
+        self._refresh()
+
+    def _refresh(self) -> None:
+        robot, v, bp = self._robot, self._views, self._body_perm
+        torch.index_select(robot.get_qpos(), 1, self._qpos_perm, out=v.qpos)
+        torch.index_select(robot.get_dofs_velocity(), 1, self._qvel_perm, out=v.qvel)
+        torch.index_select(robot.get_links_pos(), 1, bp, out=v.body_pos_w)
+        torch.index_select(robot.get_links_quat(), 1, bp, out=v.body_quat_w)
+        torch.index_select(robot.get_links_vel(), 1, bp, out=v.body_lin_vel_w)
+        torch.index_select(robot.get_links_ang(), 1, bp, out=v.body_ang_vel_w)
+        if v.sensordata.shape[1]:
+            self._sensors.compute(v.sensordata, v.qpos, v.qvel, v.body_pos_w, v.body_quat_w,
+                                  v.body_lin_vel_w, v.body_ang_vel_w)
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {
+            "backend_device": str(self.device),
+            "step_mode": "genesis_scene_step",
+            "physics_steps": self._physics_steps,
+            "env_steps": self._env_steps,
+            "set_state_calls": self._set_state_calls,
+            "getter_calls_per_refresh": 6,
+            "sensors": "computed from link states (Genesis drops MJCF sensors)",
+        }
