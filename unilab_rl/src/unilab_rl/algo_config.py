@@ -1,0 +1,28 @@
+"""Fields every off-policy algorithm config shares (the runner reads the schedule ones)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class OffPolicyConfig(BaseModel):
+    """Schedule, replay and precision settings; algorithms subclass and add their own."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount per env step")
+    n_step: int = Field(3, ge=1, description="rewards summed before bootstrapping")
+    batch_size: int = Field(2048, ge=2, description="transitions per gradient update")
+    updates_per_step: float = Field(
+        2.0, gt=0.0, description="gradient updates per vectorized env step (fractions accumulate)"
+    )
+    learning_starts: int = Field(50_000, ge=0, description="transitions collected before the first update")
+    replay_capacity_per_env: int = Field(2048, ge=4, description="ring length per env")
+    replay_obs_dtype: Literal["float32", "bfloat16"] = "float32"
+    learning_rate: float = Field(3e-4, gt=0.0)
+    action_scale: float = Field(1.0, gt=0.0, description="policy output = action_scale * tanh(.)")
+    amp: bool = Field(True, description="bf16 autocast for updates on CUDA (ignored on CPU)")
+    compile: bool = Field(False, description="torch.compile the networks")
+    max_grad_norm: float = Field(0.0, ge=0.0, description="0 disables clipping")

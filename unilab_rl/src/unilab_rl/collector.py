@@ -1,0 +1,125 @@
+"""The collector: one vectorized env step -> policy, env, quarantine, replay, statistics.
+
+Everything stays on the env device; the only host syncs are the optional timing samples and
+``flush()`` once per log interval.
+
+Quarantine: a row whose reward, observation or final observation is non-finite is stored
+with zeros and ``valid=False`` (the replay never samples it and cuts the n-step windows that
+would read through it), its observation is zeroed before the policy sees it, and it is
+counted. Dropping rows instead of the whole step keeps one broken env from stalling training.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from unilab_rl.contract import (
+    INFO_FINAL_OBS,
+    INFO_LOG,
+    EnvSpec,
+    Observation,
+    OffPolicyAgent,
+    RunnerEnv,
+    check_observation,
+    check_step_output,
+)
+from unilab_rl.replay import ReplayBuffer
+from unilab_rl.timing import PhaseTimer
+
+
+class Collector:
+    def __init__(self, env: RunnerEnv, spec: EnvSpec, agent: OffPolicyAgent,
+                 replay: ReplayBuffer | None, timer: PhaseTimer) -> None:
+        self.env = env
+        self.spec = spec
+        self.agent = agent
+        self.replay = replay
+        self.timer = timer
+        self.obs = env.reset()
+        check_observation(spec, self.obs, "env.reset()")
+        self.checked_first_step = False
+        device = spec.device
+        self.episode_return = torch.zeros(spec.num_envs, device=device)
+        self.episode_length = torch.zeros(spec.num_envs, device=device)
+        self.finished_return_sum = torch.zeros((), device=device)
+        self.finished_length_sum = torch.zeros((), device=device)
+        self.finished_episodes = torch.zeros((), device=device)
+        self.quarantined_rows = torch.zeros((), dtype=torch.long, device=device)
+        self.quarantined_steps = torch.zeros((), dtype=torch.long, device=device)
+        self.env_log_sums: dict[str, torch.Tensor] = {}
+        self.env_log_count = 0
+        self.steps = 0
+
+    def step(self, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Advance every env once; returns (terminated, truncated) for callers that count episodes."""
+        with self.timer.phase("policy"):
+            action = self.agent.act(self.obs, deterministic=deterministic)
+        with self.timer.phase("env_step"):
+            output = self.env.step(action)
+        if not self.checked_first_step:
+            check_step_output(self.spec, output)
+            self.checked_first_step = True
+        next_obs, reward, terminated, truncated, info = output
+        with self.timer.phase("replay"):
+            final_obs: Observation = info[INFO_FINAL_OBS]
+            finite = self._finite_rows(next_obs, reward, final_obs)
+            reward = torch.where(finite, reward, 0.0)
+            next_obs = {g: torch.where(finite[:, None], v, 0.0) for g, v in next_obs.items()}
+            done = terminated | truncated
+            bootstrap_obs = {
+                g: torch.where((done & finite)[:, None], final_obs[g], next_obs[g]) for g in self.spec.observation_spec
+            }
+            if self.replay is not None:
+                self.replay.add(self.obs, action, reward, bootstrap_obs, terminated, truncated, valid=finite)
+            self.agent.observe(next_obs, reward, terminated, truncated)
+            self._track_episodes(reward, done)
+            self._accumulate_env_log(info.get(INFO_LOG))
+        self.obs = next_obs
+        self.steps += 1
+        self.timer.advance()
+        return terminated, truncated
+
+    def _finite_rows(self, obs: Observation, reward: torch.Tensor, final_obs: Observation) -> torch.Tensor:
+        finite = torch.isfinite(reward)
+        for group in self.spec.observation_spec:
+            finite &= torch.isfinite(obs[group]).all(-1) & torch.isfinite(final_obs[group]).all(-1)
+        bad = ~finite
+        self.quarantined_rows += bad.sum()
+        self.quarantined_steps += bad.any().long()
+        return finite
+
+    def _track_episodes(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        self.episode_return += reward
+        self.episode_length += 1
+        done_f = done.float()
+        self.finished_return_sum += (self.episode_return * done_f).sum()
+        self.finished_length_sum += (self.episode_length * done_f).sum()
+        self.finished_episodes += done_f.sum()
+        self.episode_return *= 1.0 - done_f
+        self.episode_length *= 1.0 - done_f
+
+    def _accumulate_env_log(self, log: dict[str, torch.Tensor] | None) -> None:
+        if not log:
+            return
+        for key, value in log.items():
+            self.env_log_sums[key] = self.env_log_sums.get(key, 0.0) + value.detach().float()
+        self.env_log_count += 1
+
+    def flush(self) -> dict[str, float]:
+        """Host-side statistics since the last flush (one device sync)."""
+        values = torch.stack([self.finished_return_sum, self.finished_length_sum, self.finished_episodes,
+                              self.quarantined_rows.float(), self.quarantined_steps.float()]).tolist()
+        return_sum, length_sum, episodes, bad_rows, bad_steps = values
+        stats = {"collector/quarantined_rows_total": bad_rows, "collector/quarantined_steps_total": bad_steps,
+                 "collector/episodes": episodes}
+        if episodes > 0:
+            stats["collector/episode_return"] = return_sum / episodes
+            stats["collector/episode_length"] = length_sum / episodes
+        for key, total in self.env_log_sums.items():
+            stats[f"env_log/{key}"] = float(total) / max(self.env_log_count, 1)
+        self.finished_return_sum.zero_()
+        self.finished_length_sum.zero_()
+        self.finished_episodes.zero_()
+        self.env_log_sums.clear()
+        self.env_log_count = 0
+        return stats

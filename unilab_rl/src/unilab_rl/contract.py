@@ -1,0 +1,194 @@
+"""Env <-> runner contract v1: everything a runner may assume about a training environment.
+
+The unilab Manager runtime provides it (``unilab.make_manager_based_rl_env``); the runners,
+replay and algorithms in this package consume it and never import unilab. The machine-readable
+manifest is contracts/env_runner/v1.toml; tests/test_contract_manifest.py fails when the
+Protocols below and that manifest drift apart without a version bump.
+
+Semantics in one place (the manifest repeats them per member):
+
+- Observations are a dict of groups, each ``(num_envs, dim)`` float32 on ``env.device``. The
+  group ``"policy"`` feeds the actor, ``"critic"`` the critic (asymmetric actor-critic).
+- ``step(action)`` takes ``(num_envs, action_dim)`` float32 (nominally in [-1, 1], unbounded).
+- ``terminated`` = the MDP ended (fall): no bootstrap. ``truncated`` = time-out or other cut
+  that is not an MDP end: bootstrap from the final observation.
+- Envs that ended are reset inside ``step``; the returned obs is already post-reset. The
+  pre-reset final observation of those rows is in ``info["final_obs"]`` (full-size groups,
+  only the done rows are meaningful).
+- ``info["log"]`` (optional): dict of on-device scalar tensors, read at most once per log
+  interval. ``flush_metrics()`` is the one host sync per interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+ENV_RUNNER_CONTRACT_VERSION = "1.0.0"
+
+POLICY_GROUP = "policy"
+CRITIC_GROUP = "critic"
+REQUIRED_GROUPS = (POLICY_GROUP, CRITIC_GROUP)
+INFO_FINAL_OBS = "final_obs"
+INFO_LOG = "log"
+
+Observation = dict[str, torch.Tensor]
+StepOutput = tuple[Observation, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
+
+
+class ContractViolation(ValueError):
+    """An env (or agent) broke the env<->runner contract; the message names the member."""
+
+
+@runtime_checkable
+class RunnerEnv(Protocol):
+    """What a runner needs from a batched training environment."""
+
+    num_envs: int
+    device: torch.device
+    observation_spec: dict[str, int]
+    action_dim: int
+    max_episode_length: int
+    step_dt: float
+
+    def reset(self) -> Observation: ...
+
+    def step(self, action: torch.Tensor) -> StepOutput: ...
+
+    def flush_metrics(self) -> dict[str, float]: ...
+
+    def close(self) -> None: ...
+
+
+class EnvFactory(Protocol):
+    """The one injected dependency: builds a RunnerEnv (unilab.make_manager_based_rl_env)."""
+
+    def __call__(
+        self,
+        task: str,
+        *,
+        backend: str,
+        num_envs: int,
+        device: str | torch.device | None,
+        seed: int,
+        overrides: dict[str, str],
+    ) -> RunnerEnv: ...
+
+
+@dataclass(frozen=True)
+class ReplayBatch:
+    """A sampled n-step transition batch; target = reward + discount * V(next_obs).
+
+    ``discount`` already folds in gamma**k (k = rewards summed) and is 0 where an episode
+    terminated inside the n-step window; time-outs keep their discount (bootstrap).
+    """
+
+    obs: Observation
+    action: torch.Tensor
+    reward: torch.Tensor
+    discount: torch.Tensor
+    next_obs: Observation
+
+
+@runtime_checkable
+class OffPolicyAgent(Protocol):
+    """What the runner needs from an algorithm (FlashSAC, FastSAC).
+
+    ``update`` is one learner step as a plain method so a data-parallel wrapper can average
+    gradients through ``gradient_hook`` (called after backward, before each optimizer step).
+    """
+
+    def act(self, obs: Observation, deterministic: bool) -> torch.Tensor: ...
+
+    def observe(
+        self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor
+    ) -> None: ...
+
+    def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """The static facts of an env, read once and validated, then passed to algorithms."""
+
+    num_envs: int
+    device: torch.device
+    observation_spec: dict[str, int]
+    action_dim: int
+    max_episode_length: int
+    step_dt: float
+
+    @classmethod
+    def from_env(cls, env: RunnerEnv) -> EnvSpec:
+        spec = cls(
+            num_envs=env.num_envs,
+            device=torch.device(env.device),
+            observation_spec=dict(env.observation_spec),
+            action_dim=env.action_dim,
+            max_episode_length=env.max_episode_length,
+            step_dt=env.step_dt,
+        )
+        spec.validate()
+        return spec
+
+    def validate(self) -> None:
+        for name in ("num_envs", "action_dim", "max_episode_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ContractViolation(f"env.{name}: expected an int >= 1, got {value!r}")
+        if not (isinstance(self.step_dt, float | int) and self.step_dt > 0):
+            raise ContractViolation(f"env.step_dt: expected a float > 0, got {self.step_dt!r}")
+        missing = [g for g in REQUIRED_GROUPS if g not in self.observation_spec]
+        if missing:
+            raise ContractViolation(
+                f"env.observation_spec: missing groups {missing}; has {sorted(self.observation_spec)}"
+            )
+        for group, dim in self.observation_spec.items():
+            if not isinstance(dim, int) or dim < 1:
+                raise ContractViolation(f"env.observation_spec[{group!r}]: expected an int >= 1, got {dim!r}")
+
+
+def check_observation(spec: EnvSpec, obs: Any, where: str) -> None:
+    """Raise ContractViolation unless ``obs`` has every group at (num_envs, dim) float32."""
+    if not isinstance(obs, dict):
+        raise ContractViolation(f"{where}: expected a dict of observation groups, got {type(obs).__name__}")
+    for group, dim in spec.observation_spec.items():
+        if group not in obs:
+            raise ContractViolation(f"{where}: missing group {group!r}; has {sorted(obs)}")
+        _check_tensor(f"{where}[{group!r}]", obs[group], torch.float32, (spec.num_envs, dim), spec.device)
+
+
+def check_step_output(spec: EnvSpec, output: Any) -> None:
+    """Check one ``env.step`` result against the contract (used on the first step only)."""
+    if not isinstance(output, tuple) or len(output) != 5:
+        raise ContractViolation("env.step: expected (obs, reward, terminated, truncated, info)")
+    obs, reward, terminated, truncated, info = output
+    check_observation(spec, obs, "env.step obs")
+    _check_tensor("env.step reward", reward, torch.float32, (spec.num_envs,), spec.device)
+    _check_tensor("env.step terminated", terminated, torch.bool, (spec.num_envs,), spec.device)
+    _check_tensor("env.step truncated", truncated, torch.bool, (spec.num_envs,), spec.device)
+    if not isinstance(info, dict) or INFO_FINAL_OBS not in info:
+        raise ContractViolation(f"env.step info: expected a dict with {INFO_FINAL_OBS!r}")
+    check_observation(spec, info[INFO_FINAL_OBS], f"env.step info[{INFO_FINAL_OBS!r}]")
+    log = info.get(INFO_LOG, {})
+    if not isinstance(log, dict):
+        raise ContractViolation(f"env.step info[{INFO_LOG!r}]: expected a dict of scalar tensors")
+
+
+def _check_tensor(
+    where: str, value: Any, dtype: torch.dtype, shape: tuple[int, ...], device: torch.device
+) -> None:
+    if not isinstance(value, torch.Tensor):
+        raise ContractViolation(f"{where}: expected a torch.Tensor, got {type(value).__name__}")
+    if value.dtype != dtype or tuple(value.shape) != shape:
+        raise ContractViolation(
+            f"{where}: expected {dtype} {shape}, got {value.dtype} {tuple(value.shape)}"
+        )
+    if value.device.type != device.type:
+        raise ContractViolation(f"{where}: expected device {device}, got {value.device}")

@@ -1,0 +1,180 @@
+"""FastSAC (holosoma / FastTD3 family): SAC with C51 critics, tuned for massively parallel sims.
+
+Read top to bottom: config, acting, the critic update, the actor and temperature update,
+checkpoint state. Its recipe: LayerNorm+SiLU MLPs (networks/mlp.py), running observation
+normalization per group, a C51 critic ensemble whose target is the projected distribution of
+the most pessimistic member, n-step returns, many updates per env step on large batches
+(high update-to-data), AdamW with light weight decay, bf16 autocast on CUDA.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from unilab_rl.algo_config import OffPolicyConfig
+from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvSpec, Observation, ReplayBatch
+from unilab_rl.learner import GradientHook, autocast_context, frozen, optimizer_step, polyak_update
+from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
+from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
+from unilab_rl.networks.squashed_gaussian import squashed_sample
+from unilab_rl.normalizers import RunningMeanStd
+
+
+class FastSACConfig(OffPolicyConfig):
+    gamma: float = Field(0.97, gt=0.0, le=1.0)
+    batch_size: int = Field(8192, ge=2)
+    updates_per_step: float = Field(8.0, gt=0.0)
+    learning_starts: int = Field(40_960, ge=0)
+    replay_capacity_per_env: int = Field(1024, ge=4)
+    actor_width: int = Field(512, ge=16)
+    critic_width: int = Field(768, ge=16)
+    critic_ensemble: int = Field(2, ge=2)
+    atoms: int = Field(101, ge=3)
+    v_min: float = -20.0
+    v_max: float = 20.0
+    target_tau: float = Field(0.125, gt=0.0, le=1.0)
+    policy_period: int = Field(4, ge=1, description="critic updates per actor/temperature update")
+    initial_temperature: float = Field(0.001, gt=0.0)
+    target_entropy_per_dim: float = Field(0.0, description="target entropy = action_dim * this")
+    weight_decay: float = Field(1e-3, ge=0.0)
+    normalize_observations: bool = True
+
+
+class FastSAC:
+    """FastSAC learner and policy for one EnvSpec (actor reads "policy", critic "critic")."""
+
+    name = "fastsac"
+
+    def __init__(self, spec: EnvSpec, config: FastSACConfig, device: torch.device) -> None:
+        if config.v_max <= config.v_min:
+            raise ValueError(f"v_max must exceed v_min, got [{config.v_min}, {config.v_max}]")
+        self.config = config
+        self.device = device
+        self.gradient_hook: GradientHook | None = None
+        actor_dim, critic_dim = spec.observation_spec[POLICY_GROUP], spec.observation_spec[CRITIC_GROUP]
+        action_dim = spec.action_dim
+
+        self.actor_obs_normalizer = RunningMeanStd(actor_dim).to(device)
+        self.critic_obs_normalizer = RunningMeanStd(critic_dim).to(device)
+        self.actor = GaussianActor(actor_dim, action_dim, config.actor_width).to(device)
+        self.critic = CategoricalCriticEnsemble(
+            critic_dim, action_dim, config.critic_width, config.critic_ensemble, config.atoms).to(device)
+        self.target_critic = CategoricalCriticEnsemble(
+            critic_dim, action_dim, config.critic_width, config.critic_ensemble, config.atoms).to(device)
+        self.target_critic.load_state_dict(self.critic.state_dict())
+        self.target_critic.requires_grad_(False)
+        self.log_temperature = torch.tensor(math.log(config.initial_temperature), device=device, requires_grad=True)
+        self.target_entropy = config.target_entropy_per_dim * action_dim
+        self.support = torch.linspace(config.v_min, config.v_max, config.atoms, device=device)
+
+        lr, decay = config.learning_rate, config.weight_decay
+        self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=lr, weight_decay=decay)
+        self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=lr, weight_decay=decay)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr)
+        self.updates = 0
+        if config.compile:
+            self.actor.compile()
+            self.critic.compile()
+            self.target_critic.compile()
+
+    def _actor_input(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor_obs_normalizer.normalize(obs) if self.config.normalize_observations else obs
+
+    def _critic_input(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic_obs_normalizer.normalize(obs) if self.config.normalize_observations else obs
+
+    # ---- acting -----------------------------------------------------------------------
+    @torch.no_grad()
+    def act(self, obs: Observation, deterministic: bool) -> torch.Tensor:
+        mean, log_std = self.actor(self._actor_input(obs[POLICY_GROUP]))
+        if deterministic:
+            return self.config.action_scale * torch.tanh(mean)
+        action, _ = squashed_sample(mean, log_std, torch.randn_like(mean), self.config.action_scale)
+        return action
+
+    @torch.no_grad()
+    def observe(self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor,
+                truncated: torch.Tensor) -> None:
+        if self.config.normalize_observations:
+            self.actor_obs_normalizer.update(obs[POLICY_GROUP])
+            self.critic_obs_normalizer.update(obs[CRITIC_GROUP])
+
+    # ---- learning ---------------------------------------------------------------------
+    def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        metrics = self._update_critic(batch)
+        if self.updates % self.config.policy_period == 0:
+            metrics.update(self._update_actor_and_temperature(batch))
+        polyak_update(self.target_critic, self.critic, self.config.target_tau)
+        self.updates += 1
+        return metrics
+
+    def _update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        obs = self._critic_input(batch.obs[CRITIC_GROUP])
+        next_obs = self._critic_input(batch.next_obs[CRITIC_GROUP])
+        with autocast_context(self.device, cfg.amp):
+            with torch.no_grad():
+                next_mean, next_log_std = self.actor(self._actor_input(batch.next_obs[POLICY_GROUP]))
+                next_action, next_log_prob = squashed_sample(
+                    next_mean, next_log_std, torch.randn_like(next_mean), cfg.action_scale)
+                next_probs = self.target_critic(next_obs, next_action).float().softmax(-1)  # (E, B, atoms)
+                pessimistic = (next_probs * self.support).sum(-1).argmin(0)
+                chosen = next_probs.gather(0, pessimistic[None, :, None].expand(1, -1, cfg.atoms))[0]
+                entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
+                atoms = soft_target_atoms(self.support, batch.reward, batch.discount, entropy_bonus)
+                target_probs = project_onto_support(chosen, atoms, cfg.v_min, cfg.v_max)
+            log_probs = self.critic(obs, batch.action).float().log_softmax(-1)
+            critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
+        optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, cfg.max_grad_norm)
+        q_mean = (log_probs.detach().exp() * self.support).sum(-1).mean()
+        return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean}
+
+    def _update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        with autocast_context(self.device, cfg.amp):
+            mean, log_std = self.actor(self._actor_input(batch.obs[POLICY_GROUP]))
+            action, log_prob = squashed_sample(mean, log_std, torch.randn_like(mean), cfg.action_scale)
+            with frozen(self.critic):
+                logits = self.critic(self._critic_input(batch.obs[CRITIC_GROUP]), action).float()
+            q = (logits.softmax(-1) * self.support).sum(-1).mean(0)  # ensemble average (FastSAC)
+            temperature = self.log_temperature.exp().detach()
+            actor_loss = (temperature * log_prob.float() - q).mean()
+        optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, cfg.max_grad_norm)
+        entropy = -log_prob.detach().float().mean()
+        temperature_loss = self.log_temperature.exp() * (entropy - self.target_entropy)
+        optimizer_step(self.temperature_optimizer, temperature_loss, self.gradient_hook)
+        return {"actor/loss": actor_loss.detach(), "actor/entropy": entropy,
+                "actor/temperature": self.log_temperature.detach().exp(),
+                "actor/temperature_loss": temperature_loss.detach()}
+
+    # ---- checkpoint state -------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "log_temperature": self.log_temperature.detach().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "temperature_optimizer": self.temperature_optimizer.state_dict(),
+            "actor_obs_normalizer": self.actor_obs_normalizer.state_dict(),
+            "critic_obs_normalizer": self.critic_obs_normalizer.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        with torch.no_grad():
+            self.log_temperature.copy_(state["log_temperature"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.temperature_optimizer.load_state_dict(state["temperature_optimizer"])
+        self.actor_obs_normalizer.load_state_dict(state["actor_obs_normalizer"])
+        self.critic_obs_normalizer.load_state_dict(state["critic_obs_normalizer"])
+        self.updates = int(state["updates"])

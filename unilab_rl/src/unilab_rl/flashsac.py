@@ -1,0 +1,229 @@
+"""FlashSAC (Kim, Lee et al., arXiv 2604.04539): few large updates on big norm-bounded nets.
+
+Read top to bottom: config, exploration (noise repetition), the critic update (distributional,
+cross-batch normalized), the actor and temperature update, state for checkpoints.
+
+What makes it FlashSAC rather than plain SAC:
+- networks from networks/flash.py (BatchNorm pre-activation inverted residual blocks,
+  post-RMSNorm, unit-norm weights re-projected after every optimizer step);
+- a categorical critic ensemble over [-g_max, g_max] trained with cross-entropy, the min-Q
+  member picked per sample for the target;
+- cross-batch normalization: s and s' (with a and a') go through the critic as ONE batch so
+  BatchNorm statistics are shared by the prediction and the bootstrap target;
+- rewards divided by the running std of the discounted return (``ReturnScaler``), which keeps
+  returns inside the critic's support without per-task reward tuning;
+- learned temperature whose target entropy is that of a Gaussian with std ``target_std``;
+- noise repetition: each env holds its exploration noise for a zeta-distributed number of
+  steps (temporally correlated exploration, no extra networks);
+- few updates per env step with large batches from a large GPU replay.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from unilab_rl.algo_config import OffPolicyConfig
+from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvSpec, Observation, ReplayBatch
+from unilab_rl.learner import (
+    GradientHook,
+    autocast_context,
+    eval_mode,
+    frozen,
+    optimizer_step,
+    polyak_update,
+)
+from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
+from unilab_rl.networks.flash import FlashActor, FlashCriticEnsemble, project_to_unit_norm
+from unilab_rl.networks.squashed_gaussian import gaussian_entropy_for_std, squashed_sample
+from unilab_rl.normalizers import ReturnScaler, resized_return_state
+
+
+class FlashSACConfig(OffPolicyConfig):
+    actor_width: int = Field(128, ge=4)
+    actor_blocks: int = Field(2, ge=0)
+    critic_width: int = Field(256, ge=4)
+    critic_blocks: int = Field(2, ge=0)
+    critic_ensemble: int = Field(2, ge=2)
+    critic_bins: int = Field(101, ge=3)
+    g_max: float = Field(5.0, gt=0.0, description="critic support is [-g_max, g_max] in scaled-return units")
+    normalize_reward: bool = True
+    target_tau: float = Field(0.01, gt=0.0, le=1.0)
+    actor_update_period: int = Field(2, ge=1, description="critic updates per actor/temperature update")
+    initial_temperature: float = Field(0.01, gt=0.0)
+    target_std: float = Field(0.15, gt=0.0, description="target entropy = entropy of N(0, target_std^2) per dim")
+    noise_repeat_exponent: float = Field(2.0, gt=0.0, description="zeta exponent of noise hold lengths")
+    noise_repeat_max: int = Field(16, ge=1, description="longest noise hold, in env steps")
+
+
+class FlashSAC:
+    """FlashSAC learner and policy for one EnvSpec (actor reads "policy", critic "critic")."""
+
+    name = "flashsac"
+
+    def __init__(self, spec: EnvSpec, config: FlashSACConfig, device: torch.device) -> None:
+        self.config = config
+        self.device = device
+        self.gradient_hook: GradientHook | None = None
+        actor_dim, critic_dim = spec.observation_spec[POLICY_GROUP], spec.observation_spec[CRITIC_GROUP]
+        action_dim = spec.action_dim
+
+        self.actor = FlashActor(actor_dim, action_dim, config.actor_width, config.actor_blocks).to(device)
+        make_critic = lambda: FlashCriticEnsemble(  # noqa: E731 - two identical constructions
+            critic_dim, action_dim, config.critic_width, config.critic_blocks,
+            config.critic_ensemble, config.critic_bins,
+        ).to(device)
+        self.critic = make_critic()
+        self.target_critic = make_critic()
+        self.target_critic.load_state_dict(self.critic.state_dict())
+        self.target_critic.requires_grad_(False)
+        self.log_temperature = torch.tensor(math.log(config.initial_temperature), device=device, requires_grad=True)
+        self.target_entropy = gaussian_entropy_for_std(action_dim, config.target_std, config.action_scale)
+        self.support = torch.linspace(-config.g_max, config.g_max, config.critic_bins, device=device)
+        self.return_scaler = ReturnScaler(spec.num_envs, config.gamma, config.g_max).to(device)
+
+        lr = config.learning_rate
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=lr)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr)
+        self.updates = 0
+
+        # Noise repetition state, one hold per env.
+        self.noise = torch.randn(spec.num_envs, action_dim, device=device)
+        self.noise_age = torch.zeros(spec.num_envs, dtype=torch.long, device=device)
+        self.noise_hold = torch.ones(spec.num_envs, dtype=torch.long, device=device)
+        lengths = torch.arange(1, config.noise_repeat_max + 1, dtype=torch.float32, device=device)
+        pmf = lengths.pow(-config.noise_repeat_exponent)
+        self.noise_hold_cdf = (pmf / pmf.sum()).cumsum(0)
+
+        if config.compile:
+            self.actor.compile()
+            self.critic.compile()
+            self.target_critic.compile()
+
+    # ---- acting -----------------------------------------------------------------------
+    @torch.no_grad()
+    def act(self, obs: Observation, deterministic: bool) -> torch.Tensor:
+        with eval_mode(self.actor):
+            mean, log_std = self.actor(obs[POLICY_GROUP])
+        if deterministic:
+            return self.config.action_scale * torch.tanh(mean)
+        self._redraw_noise(self.noise_age >= self.noise_hold)
+        self.noise_age += 1
+        action, _ = squashed_sample(mean, log_std, self.noise, self.config.action_scale)
+        return action
+
+    def _redraw_noise(self, rows: torch.Tensor) -> None:
+        # torch.where instead of boolean indexing: no host sync on the GPU.
+        fresh = torch.randn_like(self.noise)
+        self.noise = torch.where(rows[:, None], fresh, self.noise)
+        draw = torch.rand(rows.shape[0], device=self.device)
+        hold = torch.searchsorted(self.noise_hold_cdf, draw).clamp(max=self.config.noise_repeat_max - 1) + 1
+        self.noise_hold = torch.where(rows, hold, self.noise_hold)
+        self.noise_age = torch.where(rows, torch.zeros_like(self.noise_age), self.noise_age)
+
+    @torch.no_grad()
+    def observe(self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor,
+                truncated: torch.Tensor) -> None:
+        done = terminated | truncated
+        self.return_scaler.update(reward, done)
+        # A new episode starts with a fresh hold so episodes do not share noise.
+        self.noise_age = torch.where(done, self.noise_hold, self.noise_age)
+
+    # ---- learning ---------------------------------------------------------------------
+    def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        """One learner step: critic every call, actor and temperature every
+        ``actor_update_period`` calls. Returns detached on-device scalars."""
+        metrics = self._update_critic(batch)
+        if self.updates % self.config.actor_update_period == 0:
+            metrics.update(self._update_actor_and_temperature(batch))
+        polyak_update(self.target_critic, self.critic, self.config.target_tau)
+        self.updates += 1
+        return metrics
+
+    def _update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        obs, next_obs = batch.obs[CRITIC_GROUP], batch.next_obs[CRITIC_GROUP]
+        reward_scale = self.return_scaler.scale() if cfg.normalize_reward else torch.ones((), device=self.device)
+        reward = batch.reward / reward_scale
+        with autocast_context(self.device, cfg.amp):
+            with torch.no_grad():
+                with eval_mode(self.actor):
+                    next_mean, next_log_std = self.actor(batch.next_obs[POLICY_GROUP])
+                next_action, next_log_prob = squashed_sample(
+                    next_mean, next_log_std, torch.randn_like(next_mean), cfg.action_scale)
+                # Cross-batch normalization: (s, a) and (s', a') share one BatchNorm batch.
+                target_logits = self.target_critic(
+                    torch.cat([obs, next_obs]), torch.cat([batch.action, next_action])).float()
+                next_probs = target_logits[:, obs.shape[0]:].softmax(-1)  # (E, B, bins)
+                next_q = (next_probs * self.support).sum(-1)
+                pessimistic = next_q.argmin(0)  # member with the lowest Q, per sample
+                chosen = next_probs.gather(0, pessimistic[None, :, None].expand(1, -1, cfg.critic_bins))[0]
+                entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
+                atoms = soft_target_atoms(self.support, reward, batch.discount, entropy_bonus)
+                target_probs = project_onto_support(chosen, atoms, -cfg.g_max, cfg.g_max)
+            logits = self.critic(torch.cat([obs, next_obs]), torch.cat([batch.action, next_action])).float()
+            log_probs = logits[:, : obs.shape[0]].log_softmax(-1)
+            critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
+        optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, cfg.max_grad_norm)
+        project_to_unit_norm(self.critic)
+        q_mean = (log_probs.exp() * self.support).sum(-1).mean()
+        return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean.detach() * reward_scale,
+                "critic/reward_scale": reward_scale.detach()}
+
+    def _update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        batch_size = batch.action.shape[0]
+        with autocast_context(self.device, cfg.amp):
+            # The actor's BatchNorm sees s and s' together, as the critic's does.
+            mean, log_std = self.actor(torch.cat([batch.obs[POLICY_GROUP], batch.next_obs[POLICY_GROUP]]))
+            action, log_prob = squashed_sample(
+                mean[:batch_size], log_std[:batch_size], torch.randn_like(mean[:batch_size]), cfg.action_scale)
+            with frozen(self.critic), eval_mode(self.critic):
+                logits = self.critic(batch.obs[CRITIC_GROUP], action).float()
+            q = (logits.softmax(-1) * self.support).sum(-1).min(0).values
+            temperature = self.log_temperature.exp().detach()
+            actor_loss = (temperature * log_prob.float() - q).mean()
+        optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, cfg.max_grad_norm)
+        project_to_unit_norm(self.actor)
+
+        entropy = -log_prob.detach().float().mean()
+        temperature_loss = self.log_temperature.exp() * (entropy - self.target_entropy)
+        optimizer_step(self.temperature_optimizer, temperature_loss, self.gradient_hook)
+        return {"actor/loss": actor_loss.detach(), "actor/entropy": entropy,
+                "actor/temperature": self.log_temperature.detach().exp(),
+                "actor/temperature_loss": temperature_loss.detach()}
+
+    # ---- checkpoint state -------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "log_temperature": self.log_temperature.detach().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "temperature_optimizer": self.temperature_optimizer.state_dict(),
+            "return_scaler": self.return_scaler.state_dict(),
+            "noise": {"noise": self.noise, "age": self.noise_age, "hold": self.noise_hold},
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        with torch.no_grad():
+            self.log_temperature.copy_(state["log_temperature"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.temperature_optimizer.load_state_dict(state["temperature_optimizer"])
+        self.return_scaler.load_state_dict(resized_return_state(state["return_scaler"], self.return_scaler))
+        if state["noise"]["noise"].shape == self.noise.shape:  # play may use another num_envs
+            self.noise = state["noise"]["noise"].to(self.device)
+            self.noise_age = state["noise"]["age"].to(self.device)
+            self.noise_hold = state["noise"]["hold"].to(self.device)
+        self.updates = int(state["updates"])

@@ -1,0 +1,72 @@
+"""Small pieces every learner shares: mixed precision, optimizer steps with a gradient hook,
+target-network averaging."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+from torch import nn
+
+# Called with the parameters of one optimizer after backward and before the step; a
+# data-parallel wrapper installs an all-reduce here (see issue 6).
+GradientHook = Callable[[Sequence[nn.Parameter]], None]
+
+
+def autocast_context(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager[None]:
+    """bf16 autocast on CUDA when enabled; a no-op elsewhere (CPU autocast is slower here)."""
+    if enabled and device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def optimizer_step(
+    optimizer: torch.optim.Optimizer,
+    loss: torch.Tensor,
+    gradient_hook: GradientHook | None,
+    max_grad_norm: float = 0.0,
+) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    if gradient_hook is not None:
+        gradient_hook(params)
+    if max_grad_norm > 0:
+        nn.utils.clip_grad_norm_(params, max_grad_norm)
+    optimizer.step()
+
+
+@torch.no_grad()
+def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """target <- (1 - tau) * target + tau * source, for parameters and float buffers
+    (BatchNorm running statistics follow the same average)."""
+    for target_tensor, source_tensor in zip(_float_state(target), _float_state(source), strict=True):
+        target_tensor.lerp_(source_tensor, tau)
+
+
+def _float_state(module: nn.Module) -> Iterator[torch.Tensor]:
+    yield from (p.data for p in module.parameters())
+    yield from (b for b in module.buffers() if b.is_floating_point())
+
+
+@contextlib.contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Evaluate ``module`` without building gradients for its parameters."""
+    flags = [p.requires_grad for p in module.parameters()]
+    module.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in zip(module.parameters(), flags, strict=True):
+            p.requires_grad_(flag)
+
+
+@contextlib.contextmanager
+def eval_mode(module: nn.Module) -> Iterator[None]:
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)

@@ -1,0 +1,1 @@
+"""Network building blocks for the algorithms (torch only)."""

@@ -1,0 +1,173 @@
+"""FlashSAC networks: norm-bounded inverted-residual MLPs, batched over an ensemble axis.
+
+Every tensor inside is ``(E, B, features)``: the critic ensemble runs as one batched matmul,
+and the actor is the E=1 case. What bounds the norms (the paper's stability argument):
+- weights: each Linear row is projected back to unit norm after every optimizer step;
+  BatchNorm (scale, bias) and RMSNorm scale are projected to norm sqrt(features);
+- features: BatchNorm before each nonlinearity (large batches give good statistics, and the
+  replay distribution drifts), RMSNorm after the trunk bounds each sample's feature norm;
+- gradients: follow from the two above.
+Call ``project_to_unit_norm(module)`` after each ``optimizer.step()``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class UnitLinear(nn.Module):
+    """Bias-free linear map per ensemble member, rows kept at unit L2 norm."""
+
+    def __init__(self, ensemble: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(ensemble, out_features, in_features))
+        for member in range(ensemble):
+            nn.init.orthogonal_(self.weight.data[member])
+        self.project()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(x, self.weight.transpose(1, 2))
+
+    @torch.no_grad()
+    def project(self) -> None:
+        self.weight.copy_(F.normalize(self.weight, dim=-1, eps=1e-8))
+
+
+class UnitBatchNorm(nn.Module):
+    """BatchNorm over the batch axis of each ensemble member; (scale, bias) norm = sqrt(d)."""
+
+    def __init__(self, ensemble: int, features: int, momentum: float = 0.01, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(ensemble, 1, features))
+        self.bias = nn.Parameter(torch.zeros(ensemble, 1, features))
+        self.register_buffer("running_mean", torch.zeros(ensemble, 1, features))
+        self.register_buffer("running_var", torch.ones(ensemble, 1, features))
+        self.momentum = momentum
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            mean = x.mean(dim=1, keepdim=True)
+            var = x.var(dim=1, unbiased=False, keepdim=True)
+            with torch.no_grad():
+                self.running_mean.lerp_(mean.float(), self.momentum)
+                self.running_var.lerp_(var.float(), self.momentum)
+        else:
+            mean, var = self.running_mean, self.running_var
+        return (x - mean) * torch.rsqrt(var + self.eps) * self.scale + self.bias
+
+    @torch.no_grad()
+    def project(self) -> None:
+        features = self.scale.shape[-1]
+        norm = torch.sqrt((self.scale.square() + self.bias.square()).sum(-1, keepdim=True) + 1e-8)
+        factor = math.sqrt(features) / norm
+        self.scale.mul_(factor)
+        self.bias.mul_(factor)
+
+
+class UnitRMSNorm(nn.Module):
+    """RMSNorm with a learned scale whose norm is kept at sqrt(d)."""
+
+    def __init__(self, ensemble: int, features: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(ensemble, 1, features))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + self.eps) * self.scale
+
+    @torch.no_grad()
+    def project(self) -> None:
+        features = self.scale.shape[-1]
+        self.scale.mul_(math.sqrt(features) / torch.sqrt(self.scale.square().sum(-1, keepdim=True) + 1e-8))
+
+
+class InvertedResidualBlock(nn.Module):
+    """x + relu(BN(W2 relu(BN(W1 x)))) with W1 expanding the width ``expansion`` times."""
+
+    def __init__(self, ensemble: int, width: int, expansion: int = 4) -> None:
+        super().__init__()
+        self.expand = UnitLinear(ensemble, width, width * expansion)
+        self.expand_norm = UnitBatchNorm(ensemble, width * expansion)
+        self.contract = UnitLinear(ensemble, width * expansion, width)
+        self.contract_norm = UnitBatchNorm(ensemble, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.expand_norm(self.expand(x)))
+        h = F.relu(self.contract_norm(self.contract(h)))
+        return x + h
+
+
+class FlashTrunk(nn.Module):
+    """Input BatchNorm (normalizes raw observations) -> embed -> blocks -> post-RMSNorm."""
+
+    def __init__(self, ensemble: int, in_features: int, width: int, num_blocks: int) -> None:
+        super().__init__()
+        self.input_norm = UnitBatchNorm(ensemble, in_features)
+        self.embed = UnitLinear(ensemble, in_features, width)
+        self.blocks = nn.ModuleList(InvertedResidualBlock(ensemble, width) for _ in range(num_blocks))
+        self.post_norm = UnitRMSNorm(ensemble, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed(self.input_norm(x))
+        for block in self.blocks:
+            h = block(h)
+        return self.post_norm(h)
+
+
+class UnitHead(nn.Module):
+    """Output layer: unit-norm weight rows plus a free bias."""
+
+    def __init__(self, ensemble: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.linear = UnitLinear(ensemble, in_features, out_features)
+        self.bias = nn.Parameter(torch.zeros(ensemble, 1, out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) + self.bias
+
+
+class FlashActor(nn.Module):
+    """Tanh-Gaussian policy; log-std squashed into [log_std_min, log_std_max]."""
+
+    def __init__(self, obs_dim: int, action_dim: int, width: int, num_blocks: int,
+                 log_std_min: float = -10.0, log_std_max: float = 2.0) -> None:
+        super().__init__()
+        self.trunk = FlashTrunk(1, obs_dim, width, num_blocks)
+        self.mean_head = UnitHead(1, width, action_dim)
+        self.log_std_head = UnitHead(1, width, action_dim)
+        self.log_std_min = log_std_min
+        self.log_std_max = log_std_max
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(obs.unsqueeze(0))
+        mean = self.mean_head(h)[0]
+        squashed = torch.tanh(self.log_std_head(h)[0])
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (squashed + 1.0)
+        return mean, log_std
+
+
+class FlashCriticEnsemble(nn.Module):
+    """E categorical Q-networks evaluated as one batched pass; returns logits (E, B, bins)."""
+
+    def __init__(self, obs_dim: int, action_dim: int, width: int, num_blocks: int,
+                 ensemble: int, num_bins: int) -> None:
+        super().__init__()
+        self.ensemble = ensemble
+        self.trunk = FlashTrunk(ensemble, obs_dim + action_dim, width, num_blocks)
+        self.head = UnitHead(ensemble, width, num_bins)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([obs, action], dim=-1).unsqueeze(0).expand(self.ensemble, -1, -1)
+        return self.head(self.trunk(x))
+
+
+def project_to_unit_norm(module: nn.Module) -> None:
+    """Apply every norm-bounding projection inside ``module`` (call after optimizer.step)."""
+    for layer in module.modules():
+        if isinstance(layer, UnitLinear | UnitBatchNorm | UnitRMSNorm):
+            layer.project()

@@ -1,0 +1,71 @@
+"""Running statistics kept on device: observation normalizer and return-based reward scaler.
+
+Both are nn.Modules with buffers so they travel in state_dict (checkpoints) and .to(device).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RunningMeanStd(nn.Module):
+    """Per-feature running mean/variance (parallel-variance merge of batch moments)."""
+
+    def __init__(self, dim: int, epsilon: float = 1e-4, clip: float = 10.0) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("var", torch.ones(dim))
+        self.register_buffer("count", torch.tensor(epsilon))
+        self.clip = clip
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.reshape(-1, self.mean.shape[-1]).float()
+        batch_count = x.shape[0]
+        batch_mean = x.mean(dim=0)
+        batch_var = x.var(dim=0, unbiased=False)
+        delta = batch_mean - self.mean
+        total = self.count + batch_count
+        self.mean += delta * (batch_count / total)
+        merged = self.var * self.count + batch_var * batch_count + delta.square() * self.count * batch_count / total
+        self.var.copy_(merged / total)
+        self.count.copy_(total)
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) * torch.rsqrt(self.var + 1e-8)).clamp(-self.clip, self.clip)
+
+
+class ReturnScaler(nn.Module):
+    """FlashSAC reward scaling: divide rewards by the running std of the discounted return.
+
+    Tracks ``G = gamma * G * (1 - done) + r`` per env; the scale is
+    ``max(sqrt(var(G)), max|G| / G_max)`` so scaled returns stay inside the critic's support
+    [-G_max, G_max] even when the variance estimate is still small.
+    """
+
+    def __init__(self, num_envs: int, gamma: float, g_max: float) -> None:
+        super().__init__()
+        self.gamma = gamma
+        self.g_max = g_max
+        self.register_buffer("running_return", torch.zeros(num_envs))
+        self.register_buffer("max_abs_return", torch.zeros(()))
+        self.return_stats = RunningMeanStd(1)
+
+    @torch.no_grad()
+    def update(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        self.running_return.mul_(self.gamma * (~done).float()).add_(reward)
+        self.max_abs_return.copy_(torch.maximum(self.max_abs_return, self.running_return.abs().max()))
+        self.return_stats.update(self.running_return.unsqueeze(-1))
+
+    def scale(self) -> torch.Tensor:
+        std = torch.sqrt(self.return_stats.var[0] + 1e-8)
+        return torch.maximum(std, self.max_abs_return / self.g_max).clamp_min(1e-6)
+
+
+def resized_return_state(state: dict[str, torch.Tensor], scaler: ReturnScaler) -> dict[str, torch.Tensor]:
+    """A ReturnScaler state that fits ``scaler``'s num_envs (play may use fewer envs than
+    training; the per-env running returns then restart from 0, the statistics carry over)."""
+    if state["running_return"].shape == scaler.running_return.shape:
+        return state
+    return {**state, "running_return": torch.zeros_like(scaler.running_return)}

@@ -1,0 +1,223 @@
+"""The off-policy runner: collect, learn, log, checkpoint; stop on budget or on request.
+
+It is handed an env (anything satisfying ``contract.RunnerEnv``) and a learner; it never
+builds either, which keeps it testable with a fake env and free of unilab imports.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from unilab_rl.algo_config import OffPolicyConfig
+from unilab_rl.checkpoint import capture_rng_state, restore_rng_state, save_checkpoint
+from unilab_rl.collector import Collector
+from unilab_rl.contract import EnvSpec, OffPolicyAgent, RunnerEnv
+from unilab_rl.replay import ReplayBuffer
+from unilab_rl.timing import PhaseTimer
+
+
+class RunnerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    log_every: int = Field(50, ge=1, description="vectorized env steps between log flushes")
+    checkpoint_every: int = Field(5000, ge=1, description="vectorized env steps between checkpoints")
+    timing_sample_every: int = Field(10, ge=1, description="steps between device-synced phase timings")
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a checkpoint must carry to rebuild the same env and learner."""
+
+    task: str
+    backend: str
+    algo: str
+    seed: int
+    env_overrides: dict[str, str] = field(default_factory=dict)
+
+
+class MetricsSink(Protocol):
+    def write(self, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class TrainResult:
+    env_steps: int
+    updates: int
+    wall_s: float
+    interrupted: bool
+    last_metrics: dict[str, float]
+    checkpoint: Path | None
+
+
+class OffPolicyRunner:
+    def __init__(self, env: RunnerEnv, agent: OffPolicyAgent, algo_config: OffPolicyConfig,
+                 identity: RunIdentity, out_dir: Path | None, sink: MetricsSink | None = None,
+                 runner_config: RunnerConfig | None = None) -> None:
+        self.env = env
+        self.spec = EnvSpec.from_env(env)
+        self.agent = agent
+        self.algo_config = algo_config
+        self.identity = identity
+        self.out_dir = out_dir
+        self.sink = sink
+        self.config = runner_config or RunnerConfig()
+        self.timer = PhaseTimer(self.spec.device, self.config.timing_sample_every)
+        obs_dtype = torch.bfloat16 if algo_config.replay_obs_dtype == "bfloat16" else torch.float32
+        self.replay = ReplayBuffer(
+            self.spec.num_envs, algo_config.replay_capacity_per_env, self.spec.observation_spec,
+            self.spec.action_dim, algo_config.n_step, algo_config.gamma, self.spec.device, obs_dtype)
+        self.collector = Collector(env, self.spec, agent, self.replay, self.timer)
+        self.env_steps = 0  # transitions, summed over envs
+        self.iterations = 0  # vectorized env steps
+        self.updates = 0
+        self.update_credit = 0.0
+        self.elapsed_before_resume_s = 0.0
+        self.session_started_at: float | None = None
+        self.stop_requested = False
+        self.update_sums: dict[str, torch.Tensor] = {}
+        self.update_count = 0
+
+    # ---- control ------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Ask the loop to checkpoint and return at the next step (SIGINT handler calls this)."""
+        self.stop_requested = True
+
+    def train(self, max_env_steps: int | None = None, max_seconds: float | None = None,
+              progress: bool = False) -> TrainResult:
+        if max_env_steps is None and max_seconds is None:
+            raise ValueError("give a budget: max_env_steps or max_seconds")
+        bar = self._progress_bar(max_env_steps, max_seconds) if progress else None
+        start = time.perf_counter()
+        self.session_started_at = start
+        interval_start, interval_steps = start, 0
+        last_metrics: dict[str, float] = {}
+        interrupted = False
+        while True:
+            if max_env_steps is not None and self.env_steps >= max_env_steps:
+                break
+            if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+                break
+            if self.stop_requested:
+                interrupted = True
+                break
+            self.collector.step()
+            self.env_steps += self.spec.num_envs
+            self.iterations += 1
+            interval_steps += self.spec.num_envs
+            self._learn()
+            if self.iterations % self.config.log_every == 0:
+                now = time.perf_counter()
+                last_metrics = self._flush(interval_steps / max(now - interval_start, 1e-9))
+                self._emit(last_metrics, now - start)
+                interval_start, interval_steps = now, 0
+                if bar is not None:
+                    self._advance_bar(bar, last_metrics, now - start, max_seconds)
+            if self.out_dir is not None and self.iterations % self.config.checkpoint_every == 0:
+                self.save(self.out_dir / "checkpoint.pt")
+        wall_s = time.perf_counter() - start
+        if interval_steps:
+            last_metrics = self._flush(interval_steps / max(time.perf_counter() - interval_start, 1e-9))
+            self._emit(last_metrics, wall_s)
+        if bar is not None:
+            bar.close()
+        checkpoint = None
+        if self.out_dir is not None:
+            checkpoint = self.out_dir / "checkpoint.pt"
+            self.save(checkpoint)
+        self.elapsed_before_resume_s += time.perf_counter() - start
+        self.session_started_at = None
+        return TrainResult(self.env_steps, self.updates, wall_s, interrupted, last_metrics, checkpoint)
+
+    # ---- learning -------------------------------------------------------------------------
+    def _learn(self) -> None:
+        if len(self.replay) < max(self.algo_config.learning_starts, self.algo_config.batch_size):
+            return
+        self.update_credit += self.algo_config.updates_per_step
+        with self.timer.phase("learner"):
+            while self.update_credit >= 1.0:
+                batch = self.replay.sample(self.algo_config.batch_size)
+                for key, value in self.agent.update(batch).items():
+                    self.update_sums[key] = self.update_sums.get(key, 0.0) + value.float()
+                self.update_count += 1
+                self.updates += 1
+                self.update_credit -= 1.0
+
+    # ---- logging --------------------------------------------------------------------------
+    def _flush(self, steps_per_s: float) -> dict[str, float]:
+        metrics: dict[str, float] = {"perf/env_steps_per_s": steps_per_s, "progress/updates": float(self.updates),
+                                     "progress/replay_transitions": float(len(self.replay))}
+        metrics.update(self.collector.flush())
+        metrics.update({f"perf/{k}": v for k, v in self.timer.flush().items()})
+        if self.update_count:
+            names = list(self.update_sums)
+            means = (torch.stack([self.update_sums[n] for n in names]) / self.update_count).tolist()
+            metrics.update({f"loss/{n}": m for n, m in zip(names, means, strict=True)})
+            self.update_sums.clear()
+            self.update_count = 0
+        metrics.update({f"env/{k}": float(v) for k, v in self.env.flush_metrics().items()})
+        return metrics
+
+    def _emit(self, metrics: dict[str, float], wall_s: float) -> None:
+        if self.sink is not None:
+            self.sink.write(self.env_steps, self.elapsed_before_resume_s + wall_s, metrics)
+
+    @staticmethod
+    def _progress_bar(max_env_steps: int | None, max_seconds: float | None) -> Any:
+        from tqdm import tqdm  # only the interactive path needs it
+
+        if max_env_steps is not None:
+            return tqdm(total=max_env_steps, unit="step", unit_scale=True, dynamic_ncols=True)
+        return tqdm(total=math.ceil(max_seconds or 0), unit="s", dynamic_ncols=True)
+
+    def _advance_bar(self, bar: Any, metrics: dict[str, float], elapsed: float, max_seconds: float | None) -> None:
+        bar.n = min(self.env_steps, bar.total) if max_seconds is None else min(int(elapsed), bar.total)
+        postfix = {"steps/s": f"{metrics['perf/env_steps_per_s']:.0f}"}
+        if "collector/episode_return" in metrics:
+            postfix["return"] = f"{metrics['collector/episode_return']:.2f}"
+            postfix["ep_len"] = f"{metrics['collector/episode_length']:.0f}"
+        bar.set_postfix(postfix, refresh=False)
+        bar.refresh()
+
+    # ---- checkpoints ----------------------------------------------------------------------
+    def checkpoint_payload(self) -> dict[str, Any]:
+        spec = self.spec
+        return {
+            "task": self.identity.task, "backend": self.identity.backend, "algo": self.identity.algo,
+            "seed": self.identity.seed, "env_overrides": dict(self.identity.env_overrides),
+            "algo_config": self.algo_config.model_dump(),
+            "spec": {"num_envs": spec.num_envs, "observation_spec": dict(spec.observation_spec),
+                     "action_dim": spec.action_dim, "max_episode_length": spec.max_episode_length,
+                     "step_dt": float(spec.step_dt)},
+            "agent": self.agent.state_dict(),
+            "counters": {"env_steps": self.env_steps, "iterations": self.iterations, "updates": self.updates,
+                         "update_credit": self.update_credit, "wall_s": self.total_wall_s()},
+            "rng": capture_rng_state(),
+        }
+
+    def total_wall_s(self) -> float:
+        """Training wall-clock over all sessions of this run (resumes included)."""
+        running = 0.0 if self.session_started_at is None else time.perf_counter() - self.session_started_at
+        return self.elapsed_before_resume_s + running
+
+    def save(self, path: Path) -> None:
+        save_checkpoint(path, self.checkpoint_payload())
+
+    def restore(self, document: dict[str, Any]) -> None:
+        """Continue from a validated checkpoint document (see checkpoint.load_checkpoint)."""
+        self.agent.load_state_dict(document["agent"])
+        counters = document["counters"]
+        self.env_steps = int(counters["env_steps"])
+        self.iterations = int(counters["iterations"])
+        self.updates = int(counters["updates"])
+        self.update_credit = float(counters["update_credit"])
+        self.elapsed_before_resume_s = float(counters["wall_s"])
+        restore_rng_state(document["rng"])
