@@ -160,6 +160,9 @@ def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | 
         node: Any = cfg
         for depth, part in enumerate(parts[:-1]):
             node = _child(node, part, ".".join(parts[:depth + 1]))
+        if parts[:-1] == ["backend_options"]:  # adapter options are free-form: new keys allowed
+            node[parts[-1]] = value
+            continue
         _assign(node, parts[-1], value, key)
     return type(cfg).model_validate(cfg.model_dump())
 

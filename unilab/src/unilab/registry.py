@@ -40,11 +40,13 @@ def task_config(task: str, overrides: Mapping[str, Any] | Iterable[str] | str | 
 
 
 def make_manager_based_rl_env(task: str, backend: str = "mujoco", num_envs: int = 1, device=None, seed: int = 0,
-                              overrides: Mapping[str, Any] | Iterable[str] | str | None = None):
+                              overrides: Mapping[str, Any] | Iterable[str] | str | None = None,
+                              backend_options: Mapping[str, Any] | None = None):
     """Build the training env of a registered task owner on a named SimBackend.
 
     ``overrides``: dotted keys, as a dict or "key=value" strings, e.g.
-    ``["rewards.velocity.weights.alive=2", "episode_length_s=10"]``.
+    ``["rewards.velocity.weights.alive=2", "episode_length_s=10"]``. ``backend_options``
+    (adapter-specific, e.g. ``nthread``, ``njmax``) are merged over the owner's.
     """
     from unilab.env import ManagerBasedRlEnv
 
@@ -53,4 +55,6 @@ def make_manager_based_rl_env(task: str, backend: str = "mujoco", num_envs: int 
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed: expected an int, got {seed!r}")
     cfg = task_config(task, overrides)
+    if backend_options:
+        cfg.backend_options = {**cfg.backend_options, **dict(backend_options)}
     return ManagerBasedRlEnv(cfg, backend=backend, num_envs=num_envs, device=device, seed=seed)

@@ -1,0 +1,67 @@
+"""Task registry, config validation and dotted overrides (no simulator needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+import unilab
+from unilab.config import apply_overrides
+from unilab.tasks.g1_walk_flat import g1_walk_flat
+
+
+def test_list_tasks_names_the_builtin_owners():
+    tasks = unilab.list_tasks()
+    assert {"g1_walk_flat", "g1_walk_flat_unfused", "g1_walk_flat_dr"} <= set(tasks)
+
+
+def test_unknown_task_lists_registered_tasks():
+    with pytest.raises(ValueError, match="g1_walk_flat"):
+        unilab.make_manager_based_rl_env("g1_run_mars", backend="mujoco", num_envs=2)
+
+
+@pytest.mark.parametrize("n", [0, -3, 1.5, True])
+def test_num_envs_below_one_or_not_int_is_refused(n):
+    with pytest.raises(ValueError, match="num_envs"):
+        unilab.make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=n)
+
+
+def test_overrides_as_strings_and_dict_are_applied_and_typed():
+    cfg = apply_overrides(g1_walk_flat(), ["rewards.velocity.weights.alive=2", "episode_length_s=10",
+                                            "commands.twist.lin_vel_x=[-0.5, 1.5]"])
+    assert cfg.rewards["velocity"].weights["alive"] == 2.0
+    assert cfg.episode_length_s == 10.0
+    assert cfg.commands["twist"].lin_vel_x == (-0.5, 1.5)
+    cfg = apply_overrides(g1_walk_flat(), {"rewards.velocity.params.std_lin_vel": 0.3, "decimation": "2"})
+    assert cfg.rewards["velocity"].params["std_lin_vel"] == 0.3 and cfg.decimation == 2
+
+
+def test_override_does_not_mutate_the_owner_default():
+    base = g1_walk_flat()
+    apply_overrides(base, ["decimation=8"])
+    assert base.decimation == 4
+
+
+def test_unknown_key_is_rejected_with_the_valid_keys_listed():
+    with pytest.raises(ValueError, match=r"unknown key 'rewardz'.*'rewards'"):
+        apply_overrides(g1_walk_flat(), ["rewardz.alive.weight=2"])
+    with pytest.raises(ValueError, match=r"unknown key 'nope'.*'velocity'"):
+        apply_overrides(g1_walk_flat(), ["rewards.nope.weight=2"])
+    with pytest.raises(ValueError, match=r"unknown key 'std_xyz'.*std_lin_vel"):
+        apply_overrides(g1_walk_flat(), ["rewards.velocity.params.std_xyz=2"])
+
+
+@pytest.mark.parametrize("override", ["decimation=fast", "episode_length_s=[1,2]",
+                                      "rewards.velocity.params.std_lin_vel=wide", "decimation=0"])
+def test_bad_value_type_is_rejected(override):
+    with pytest.raises(ValueError, match="override"):
+        apply_overrides(g1_walk_flat(), [override])
+
+
+def test_a_term_can_be_dropped_with_none():
+    cfg = apply_overrides(g1_walk_flat(), ["events.push=None"])
+    assert "push" not in cfg.events
+
+
+def test_malformed_override_string_is_rejected():
+    with pytest.raises(ValueError, match="key=value"):
+        apply_overrides(g1_walk_flat(), ["decimation"])

@@ -1,0 +1,114 @@
+"""The runner contract, bad inputs, and construction-time failures (mujoco backend)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from unilab.config import ObsTermCfg
+from unilab.managers.base import requires
+from unilab.registry import register_task
+from unilab.tasks.g1_walk_flat import g1_walk_flat
+from unilab.robot import MissingCapability
+from unisim import Feature
+
+N = 4
+
+
+def test_runner_contract_shapes_and_types(make_env):
+    env = make_env()
+    assert env.num_envs == N and isinstance(env.device, torch.device)
+    assert set(env.observation_spec) == {"policy", "critic"}
+    assert env.action_dim == 29 and env.max_episode_length == 1000 and env.step_dt == pytest.approx(0.02)
+    obs = env.reset()
+    for group, dim in env.observation_spec.items():
+        assert obs[group].shape == (N, dim) and obs[group].dtype == torch.float32
+    obs, rew, term, trunc, info = env.step(torch.zeros(N, env.action_dim))
+    assert rew.shape == (N,) and rew.dtype == torch.float32
+    assert term.dtype == torch.bool and trunc.dtype == torch.bool and term.shape == trunc.shape == (N,)
+    assert {g: t.shape for g, t in info["final_obs"].items()} == {g: (N, d) for g, d in env.observation_spec.items()}
+    metrics = env.flush_metrics()
+    assert all(isinstance(v, float) for v in metrics.values())
+    assert {"episode_return", "episode_length", "vel_error_xy", "reward/track_lin_vel",
+            "termination/fell_over"} <= set(metrics)
+
+
+@pytest.mark.parametrize("bad", [
+    torch.zeros(N, 28), torch.zeros(N + 1, 29), torch.zeros(N, 29, dtype=torch.float64),
+    torch.full((N, 29), float("nan")), [[0.0] * 29] * N,
+], ids=["cols", "rows", "dtype", "nan", "list"])
+def test_bad_action_is_refused_naming_action_and_state_is_untouched(make_env, bad):
+    env = make_env()
+    env.step(torch.zeros(N, env.action_dim))
+    qpos = env.robot.qpos.clone()
+    length = env.episode_length.clone()
+    last = env.action_manager.action.clone()
+    with pytest.raises(ValueError, match="action"):
+        env.step(bad)
+    assert torch.equal(env.robot.qpos, qpos) and torch.equal(env.episode_length, length)
+    assert torch.equal(env.action_manager.action, last)
+
+
+def test_term_needing_a_missing_body_lists_available_bodies(make_env):
+    with pytest.raises(ValueError, match=r"rewards term 'velocity'.*unknown body 'nose'.*pelvis"):
+        make_env(overrides=["rewards.velocity.params.torso_body=nose"])
+
+
+def test_term_needing_a_missing_joint_lists_available_joints(make_env):
+    with pytest.raises(ValueError, match=r"no actuated joint matches.*left_knee_joint"):
+        make_env(overrides={"actions.joint_names": ["tail_.*"]})
+
+
+def test_term_needing_a_missing_sensor_lists_available_sensors(make_env):
+    from unilab.terms.observations import sensor
+    cfg_overrides = None
+
+    def build():
+        cfg = g1_walk_flat()
+        cfg.observations["policy"].terms["imu"] = ObsTermCfg(func=sensor, params={"name": "imu_accel"})
+        return cfg
+
+    register_task("test_missing_sensor", build)
+    with pytest.raises(ValueError, match=r"observations.policy term 'imu'.*imu_ang_vel"):
+        make_env(task="test_missing_sensor", overrides=cfg_overrides)
+
+
+@requires(Feature.GRAPH_CAPTURE)
+def graph_only_term(env):
+    return env.robot.root_pos_w
+
+
+def test_term_needing_an_undeclared_capability_fails_at_construction(make_env):
+    def build():
+        cfg = g1_walk_flat()
+        cfg.observations["critic"].terms["graph_only"] = ObsTermCfg(func=graph_only_term)
+        return cfg
+
+    register_task("test_missing_capability", build)
+    with pytest.raises(MissingCapability, match=r"term 'graph_only'.*capability.*graph_capture"):
+        make_env(task="test_missing_capability")
+
+
+def test_model_field_event_fails_when_the_field_is_not_declared(make_env):
+    from unilab.config import EventTermCfg
+    from unilab.terms.events import randomize_friction
+
+    class randomize_gear(randomize_friction):
+        field = "actuator_gear"
+
+    def build():
+        cfg = g1_walk_flat()
+        cfg.events["gear"] = EventTermCfg(func=randomize_gear, mode="startup")
+        return cfg
+
+    register_task("test_missing_field", build)
+    with pytest.raises(MissingCapability, match=r"term 'gear'.*model field 'actuator_gear'"):
+        make_env(task="test_missing_field")
+
+
+def test_domain_randomization_writes_declared_model_fields(make_env):
+    env = make_env(task="g1_walk_flat_dr")
+    mass = env.backend.model_field("body_mass")
+    torso = env.robot.body_index("torso_link", "test")
+    assert not torch.allclose(mass[:, torso], mass[:1, torso].expand(N))  # per-env draws
+    env.step(torch.zeros(N, env.action_dim))
