@@ -1,0 +1,16 @@
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+# The fake env lives next to the tests; make it importable without a package.
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(autouse=True)
+def _single_thread_and_seed():
+    # CI has 2 cores shared with other suites; one intra-op thread avoids oversubscription.
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    yield

@@ -1,0 +1,79 @@
+import copy
+import math
+
+import pytest
+import torch
+
+from fake_env import PointMassEnv
+from helpers import tiny_agent
+from unilab_rl.networks.flash import UnitBatchNorm, UnitLinear, UnitRMSNorm
+from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+
+ALGOS = ["flashsac", "fastsac"]
+
+
+def filled_runner(algo, steps=12, **overrides):
+    env, config, agent = tiny_agent(algo, **overrides)
+    runner = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", algo, 0), None,
+                             runner_config=RunnerConfig(log_every=5))
+    runner.train(max_env_steps=steps * env.num_envs)
+    return runner
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_update_returns_finite_losses_and_changes_the_actor(algo):
+    runner = filled_runner(algo)
+    assert runner.updates > 0
+    before = copy.deepcopy(runner.agent.actor.state_dict())
+    metrics = runner.agent.update(runner.replay.sample(32))
+    assert {"critic/loss", "critic/q_mean"} <= set(metrics)
+    assert all(torch.isfinite(v).all() for v in metrics.values())
+    runner.agent.update(runner.replay.sample(32))
+    after = runner.agent.actor.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_deterministic_act_is_repeatable_and_bounded(algo):
+    env, _, agent = tiny_agent(algo)
+    obs = env.reset()
+    first, second = agent.act(obs, deterministic=True), agent.act(obs, deterministic=True)
+    assert torch.equal(first, second)
+    assert first.shape == (env.num_envs, env.action_dim)
+    assert first.abs().max() <= 1.0
+
+
+def test_flashsac_weights_stay_projected_after_updates():
+    runner = filled_runner("flashsac")
+    for _ in range(3):
+        runner.agent.update(runner.replay.sample(32))
+    for network in (runner.agent.actor, runner.agent.critic):
+        for layer in network.modules():
+            if isinstance(layer, UnitLinear):
+                assert torch.allclose(layer.weight.norm(dim=-1), torch.ones(()), atol=1e-5)
+            if isinstance(layer, UnitBatchNorm):
+                norm = torch.sqrt((layer.scale.square() + layer.bias.square()).sum(-1))
+                assert torch.allclose(norm, torch.full_like(norm, math.sqrt(layer.scale.shape[-1])), atol=1e-4)
+            if isinstance(layer, UnitRMSNorm):
+                norm = layer.scale.norm(dim=-1)
+                assert torch.allclose(norm, torch.full_like(norm, math.sqrt(layer.scale.shape[-1])), atol=1e-4)
+
+
+def test_flashsac_noise_is_held_for_its_repeat_length():
+    env, _, agent = tiny_agent("flashsac", noise_repeat_exponent=0.01, noise_repeat_max=3)
+    obs = env.reset()
+    agent.act(obs, deterministic=False)
+    held = agent.noise.clone()
+    hold = agent.noise_hold.clone()
+    agent.act(obs, deterministic=False)
+    still = (hold >= 2)
+    assert torch.equal(agent.noise[still], held[still])
+
+
+def test_flashsac_reward_scale_tracks_the_return_spread():
+    env, _, agent = tiny_agent("flashsac")
+    for _ in range(50):
+        agent.observe({}, torch.full((8,), 10.0), torch.zeros(8, dtype=torch.bool), torch.zeros(8, dtype=torch.bool))
+    # Returns approach 10 / (1 - gamma) = 1000; scaled returns must fit inside g_max.
+    max_return = agent.return_scaler.running_return.abs().max()
+    assert max_return / agent.return_scaler.scale() <= agent.config.g_max + 1e-4

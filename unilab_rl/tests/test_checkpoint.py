@@ -1,0 +1,101 @@
+import signal
+
+import pytest
+import torch
+
+from fake_env import PointMassEnv
+from helpers import tiny_agent
+from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint, save_checkpoint
+from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+
+
+def make_runner(algo, out_dir):
+    env, config, agent = tiny_agent(algo, env=PointMassEnv(num_envs=8, seed=3))
+    return OffPolicyRunner(env, agent, config, RunIdentity("fake_task", "none", algo, 0), out_dir,
+                           runner_config=RunnerConfig(log_every=5, checkpoint_every=1000))
+
+
+@pytest.mark.parametrize("algo", ["flashsac", "fastsac"])
+def test_resume_gives_identical_next_losses(tmp_path, algo):
+    original = make_runner(algo, tmp_path)
+    original.train(max_env_steps=12 * 8)
+    path = tmp_path / "checkpoint.pt"
+    assert path.is_file()
+    batch = original.replay.sample(32)
+
+    document = load_checkpoint(path)
+    resumed = make_runner(algo, None)
+    resumed.restore(document)
+    torch.set_rng_state(document["rng"]["torch"])
+    expected = original.agent.update(batch)
+    torch.set_rng_state(document["rng"]["torch"])
+    got = resumed.agent.update(batch)
+    assert expected.keys() == got.keys()
+    for key in expected:
+        assert torch.equal(expected[key], got[key]), key
+    assert resumed.env_steps == original.env_steps and resumed.updates == original.updates
+
+
+def test_corrupt_checkpoint_is_refused_with_a_clear_error(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="corrupt or not a unilab_rl checkpoint"):
+        load_checkpoint(path)
+    assert path.read_bytes() == b"not a checkpoint at all"
+
+
+def test_foreign_torch_file_and_missing_file_are_refused(tmp_path):
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(2)}, foreign)
+    with pytest.raises(CheckpointError, match="not a unilab_rl checkpoint"):
+        load_checkpoint(foreign)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_checkpoint_from_another_task_is_refused(tmp_path):
+    runner = make_runner("flashsac", tmp_path)
+    runner.save(tmp_path / "checkpoint.pt")
+    document = load_checkpoint(tmp_path / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="trained on task 'fake_task'"):
+        check_same_task(document, "g1_walk_flat", tmp_path / "checkpoint.pt")
+
+
+def test_atomic_save_leaves_the_old_checkpoint_when_writing_fails(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, {"task": "a"})
+    before = path.read_bytes()
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        save_checkpoint(path, {"task": Unpicklable()})
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+def test_stop_request_checkpoints_and_returns(tmp_path):
+    runner = make_runner("flashsac", tmp_path)
+    previous = signal.signal(signal.SIGINT, lambda *_: runner.request_stop())
+    try:
+        signal.raise_signal(signal.SIGINT)
+        result = runner.train(max_env_steps=10**9)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.interrupted
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["task"] == "fake_task"
+
+
+def test_non_finite_env_rows_are_quarantined_and_counted(tmp_path):
+    env, config, agent = tiny_agent("flashsac", env=PointMassEnv(num_envs=8, nan_rows=(2, 5), nan_every=3))
+    runner = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", "flashsac", 0), None,
+                             runner_config=RunnerConfig(log_every=1000))
+    result = runner.train(max_env_steps=30 * 8)
+    assert result.last_metrics["collector/quarantined_rows_total"] == 20.0
+    assert result.last_metrics["collector/quarantined_steps_total"] == 10.0
+    for tensor in [runner.replay.reward, runner.replay.action, *runner.replay.obs.values(),
+                   *runner.replay.next_obs.values()]:
+        assert torch.isfinite(tensor).all()
+    assert all(torch.isfinite(p).all() for p in runner.agent.actor.parameters())

@@ -1,0 +1,98 @@
+import pytest
+import torch
+
+from unilab_rl.replay import ReplayBuffer
+
+GAMMA = 0.5
+
+
+def make_buffer(n_step=3, capacity=8, num_envs=1):
+    return ReplayBuffer(num_envs, capacity, {"policy": 1, "critic": 1}, 1, n_step, GAMMA, torch.device("cpu"))
+
+
+def add_steps(buffer, rewards, terminated=(), truncated=(), valid=None):
+    """Step t stores obs=t, next_obs=t+0.5 (so tests can see which step was bootstrapped)."""
+    for t, r in enumerate(rewards):
+        obs = {"policy": torch.tensor([[float(t)]]), "critic": torch.tensor([[float(t)]])}
+        nxt = {"policy": torch.tensor([[t + 0.5]]), "critic": torch.tensor([[t + 0.5]])}
+        buffer.add(obs, torch.zeros(1, 1), torch.tensor([r]), nxt,
+                   torch.tensor([t in terminated]), torch.tensor([t in truncated]),
+                   None if valid is None else torch.tensor([valid[t]]))
+
+
+def sample_start(buffer, start_obs, batch_size=64):
+    batch = buffer.sample(batch_size)
+    rows = batch.obs["policy"][:, 0] == start_obs
+    assert rows.any(), "start step was not sampled"
+    first = rows.nonzero()[0, 0]
+    return batch.reward[first].item(), batch.discount[first].item(), batch.next_obs["policy"][first, 0].item()
+
+
+def test_full_window_sums_n_discounted_rewards_and_bootstraps_from_step_t_plus_n_minus_1():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0, 4.0, 8.0, 16.0])
+    torch.manual_seed(0)
+    reward, discount, next_obs = sample_start(buffer, 0.0, 256)
+    assert reward == pytest.approx(1 + 0.5 * 2 + 0.25 * 4)
+    assert discount == pytest.approx(GAMMA**3)
+    assert next_obs == 2.5
+
+
+def test_termination_stops_the_window_and_removes_the_bootstrap():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0, 4.0, 8.0], terminated={1})
+    torch.manual_seed(1)
+    reward, discount, next_obs = sample_start(buffer, 0.0, 256)
+    assert reward == pytest.approx(1 + 0.5 * 2)
+    assert discount == 0.0
+    assert next_obs == 1.5
+
+
+def test_time_out_stops_the_window_but_bootstraps_from_the_final_observation():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0, 4.0, 8.0], truncated={1})
+    torch.manual_seed(2)
+    reward, discount, next_obs = sample_start(buffer, 0.0, 256)
+    assert reward == pytest.approx(1 + 0.5 * 2)
+    assert discount == pytest.approx(GAMMA**2)
+    assert next_obs == 1.5  # the pre-reset final obs stored for step 1
+
+
+def test_window_is_cut_at_the_newest_stored_step():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0, 4.0])
+    torch.manual_seed(3)
+    reward, discount, next_obs = sample_start(buffer, 1.0, 256)
+    assert reward == pytest.approx(2 + 0.5 * 4)
+    assert discount == pytest.approx(GAMMA**2)
+    assert next_obs == 2.5
+
+
+def test_ring_wraps_and_keeps_windows_in_time_order():
+    buffer = make_buffer(n_step=2, capacity=4)
+    add_steps(buffer, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0])  # steps 0, 1 overwritten
+    torch.manual_seed(4)
+    batch = buffer.sample(256)
+    assert set(batch.obs["policy"][:, 0].tolist()) == {2.0, 3.0, 4.0, 5.0}
+    reward, discount, next_obs = sample_start(buffer, 3.0, 256)
+    assert reward == pytest.approx(8 + 0.5 * 16)
+    assert next_obs == 4.5
+
+
+def test_quarantined_rows_are_never_sampled_and_cut_the_previous_window():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0, 4.0, 8.0], valid=[True, True, False, True])
+    torch.manual_seed(5)
+    batch = buffer.sample(256)
+    assert 2.0 not in batch.obs["policy"][:, 0].tolist()
+    reward, discount, next_obs = sample_start(buffer, 0.0, 256)
+    assert reward == pytest.approx(1 + 0.5 * 2)  # stops before the quarantined step
+    assert next_obs == 1.5
+    assert discount == pytest.approx(GAMMA**2)
+
+
+def test_sampled_values_stay_finite_with_quarantined_rows():
+    buffer = make_buffer(num_envs=1)
+    add_steps(buffer, [1.0, float("nan"), 4.0], valid=[True, False, True])
+    batch = buffer.sample(64)
+    assert torch.isfinite(batch.reward).all()
