@@ -1,0 +1,1 @@
+"""Command-line entry points; the only modules that import unilab."""

@@ -1,0 +1,67 @@
+"""Where training metrics go: TensorBoard, a JSON-lines log, and an optional learning curve.
+
+The curve file is rewritten atomically at every log interval, so a run killed by a time
+limit still leaves a valid curve of everything it reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+# The curve keeps the few numbers that decide whether the G1 walks, under short names.
+CURVE_KEYS = {
+    "collector/episode_return": "episode_return",
+    "collector/episode_length": "episode_length",
+    "env/episode_return": "env_episode_return",
+    "env/episode_length": "env_episode_length",
+    "env/vel_error_xy": "lin_vel_tracking_error",
+    "env/vel_error_yaw": "ang_vel_tracking_error",
+    "perf/env_steps_per_s": "env_steps_per_s",
+    "progress/updates": "updates",
+}
+
+
+class TrainingSink:
+    def __init__(self, out_dir: Path, curve_path: Path | None = None, header: dict[str, Any] | None = None,
+                 tensorboard: bool = True) -> None:
+        self.out_dir = out_dir
+        self.jsonl = (out_dir / "metrics.jsonl").open("a")
+        self.curve_path = curve_path
+        self.curve: dict[str, Any] = {"header": header or {}, "max_episode_length": None, "points": []}
+        self.writer = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(log_dir=str(out_dir / "tensorboard"))
+
+    def set_max_episode_length(self, steps: int) -> None:
+        self.curve["max_episode_length"] = steps
+
+    def write(self, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
+        record = {"env_steps": env_steps, "wall_s": round(wall_s, 3), **metrics}
+        self.jsonl.write(json.dumps(record) + "\n")
+        self.jsonl.flush()
+        if self.writer is not None:
+            for key, value in metrics.items():
+                self.writer.add_scalar(key, value, env_steps)
+                self.writer.add_scalar(f"wall_clock/{key}", value, int(wall_s * 1000))
+        if self.curve_path is not None:
+            point = {"wall_s": round(wall_s, 3), "env_steps": env_steps}
+            point.update({short: metrics[key] for key, short in CURVE_KEYS.items() if key in metrics})
+            self.curve["points"].append(point)
+            write_json_atomic(self.curve_path, self.curve)
+
+    def close(self) -> None:
+        self.jsonl.close()
+        if self.writer is not None:
+            self.writer.close()
+
+
+def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(json.dumps(document, indent=1))
+    os.replace(temp, path)

@@ -1,0 +1,180 @@
+"""``unilab-train``: the composition root that builds the env with unilab and injects it.
+
+Order matters for bad input: every check that can fail (algorithm, overrides, task, resume
+checkpoint, --out) runs before the env is built or any file is written, so a bad command
+changes nothing on disk.
+
+Exit codes: 0 done, 2 bad input, 130 interrupted (SIGINT; a checkpoint was saved first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, lookup
+from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
+from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
+from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="unilab-train", description="Train an off-policy policy on a unilab task.",
+        epilog="Overrides: key=value. Keys naming an algorithm config field (or algo.<field>) set the "
+               "algorithm, runner.<field> the runner, anything else is an env override "
+               "(e.g. rewards.alive.weight=2).")
+    parser.add_argument("--task", default="g1_walk_flat")
+    parser.add_argument("--backend", default="mujoco")
+    parser.add_argument("--algo", default="flashsac", help=f"one of: {', '.join(sorted(ALGORITHMS))}")
+    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--device", default=None, help="torch device; default: the env decides")
+    parser.add_argument("--seed", type=int, default=0)
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--steps", type=int, help="env steps (transitions over all envs) to run this session")
+    budget.add_argument("--minutes", type=float, help="wall-clock minutes to run this session")
+    parser.add_argument("--out", type=Path, default=Path("runs/train"), help="run directory")
+    parser.add_argument("--resume", type=Path, help="checkpoint to continue from")
+    parser.add_argument("--curve-json", type=Path, help="also write the learning curve (wall-clock) here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-tensorboard", action="store_true")
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    return parser
+
+
+def default_env_factory() -> tuple[EnvFactory, list[str]]:
+    """The injected dependency: unilab's env factory and its task names."""
+    from unilab import list_tasks, make_manager_based_rl_env
+
+    return make_manager_based_rl_env, list_tasks()
+
+
+def check_out_dir_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None
+
+
+def prepare(args: argparse.Namespace, tasks: list[str]) -> dict[str, Any]:
+    """Validate everything that can be validated without building the env."""
+    if args.num_envs < 1:
+        raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError(f"--steps must be >= 1, got {args.steps}")
+    if args.minutes is not None and args.minutes <= 0:
+        raise UsageError(f"--minutes must be > 0, got {args.minutes}")
+    if args.task not in tasks:
+        raise UsageError(f"unknown task {args.task!r}; valid: {', '.join(tasks)}")
+    algorithm = lookup(args.algo)
+    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
+    document = None
+    base_algo: dict[str, Any] = {}
+    env_overrides = dict(split.env)
+    if args.resume is not None:
+        document = load_checkpoint(args.resume)
+        check_same_task(document, args.task, args.resume)
+        if document["algo"] != args.algo:
+            raise UsageError(f"checkpoint {args.resume} was trained with --algo {document['algo']}, not {args.algo}")
+        base_algo = dict(document["algo_config"])
+        env_overrides = {**document["env_overrides"], **split.env}
+    algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
+    runner_config = validated(RunnerConfig, {}, split.runner, "runner")
+    check_out_dir_writable(args.out)
+    if args.curve_json is not None:
+        check_out_dir_writable(args.curve_json.parent)
+    return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
+            "document": document}
+
+
+def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
+    plan = prepare(args, tasks)
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    try:
+        env: RunnerEnv = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device,
+                                 seed=args.seed, overrides=plan["env_overrides"])
+    except (ValueError, KeyError) as error:  # unknown backend / bad env override: the factory says why
+        raise UsageError(str(error)) from None
+    sink = None
+    try:
+        spec = EnvSpec.from_env(env)
+        agent = build_agent(args.algo, spec, plan["algo_config"], spec.device)
+        from unilab_rl.cli.metrics_sink import TrainingSink  # tensorboard import only when training
+
+        header = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
+                  "device": str(spec.device), "seed": args.seed, "algo_config": plan["algo_config"].model_dump(),
+                  "env_overrides": plan["env_overrides"], "command": " ".join(sys.argv)}
+        sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard)
+        sink.set_max_episode_length(spec.max_episode_length)
+        identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
+        runner = OffPolicyRunner(env, agent, plan["algo_config"], identity, args.out, sink, plan["runner_config"])
+        if plan["document"] is not None:
+            runner.restore(plan["document"])
+        budget_steps = None if args.steps is None else runner.env_steps + args.steps
+        budget_seconds = None if args.minutes is None else args.minutes * 60.0
+        if budget_steps is None and budget_seconds is None:
+            budget_steps = runner.env_steps + 1_000_000
+        previous = signal.signal(signal.SIGINT, lambda *_: _stop_then_default(runner, previous))
+        try:
+            result = runner.train(budget_steps, budget_seconds, progress=not args.no_progress)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    finally:
+        if sink is not None:
+            sink.close()
+        env.close()
+    _print_summary(result)
+    return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def _stop_then_default(runner: OffPolicyRunner, previous: Any) -> None:
+    # First Ctrl-C: finish the step, checkpoint, exit. A second one falls back to the default.
+    runner.request_stop()
+    signal.signal(signal.SIGINT, previous if callable(previous) else signal.default_int_handler)
+    print("\nunilab-train: interrupt received; saving a checkpoint and stopping", file=sys.stderr)
+
+
+def _print_summary(result: Any) -> None:
+    metrics = result.last_metrics
+    parts = [f"env_steps={result.env_steps}", f"updates={result.updates}", f"wall={result.wall_s:.1f}s"]
+    for key in ("collector/episode_return", "collector/episode_length", "env/vel_error_xy"):
+        if key in metrics:
+            parts.append(f"{key.split('/')[-1]}={metrics[key]:.3f}")
+    print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
+    if result.checkpoint is not None:
+        print(f"unilab-train: checkpoint {result.checkpoint}")
+
+
+def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if factory is None or tasks is None:
+            factory, tasks = default_env_factory()
+        return train(args, factory, tasks)
+    except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError) as error:
+        print(f"unilab-train: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
