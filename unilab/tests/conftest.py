@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-import unilab
 from unilab.config import TerminationTermCfg
 from unilab.registry import register_task
 from unilab.tasks.g1_walk_flat import g1_walk_flat
+
+import unilab
 
 
 def forced_done(env) -> torch.Tensor:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-import unilab
 from unilab.config import apply_overrides
 from unilab.tasks.g1_walk_flat import g1_walk_flat
+
+import unilab
 
 
 def test_list_tasks_names_the_builtin_owners():

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from unilab.config import ObsTermCfg
 from unilab.managers.base import requires
 from unilab.registry import register_task
-from unilab.tasks.g1_walk_flat import g1_walk_flat
 from unilab.robot import MissingCapability
+from unilab.tasks.g1_walk_flat import g1_walk_flat
 from unisim import Feature
 
 N = 4

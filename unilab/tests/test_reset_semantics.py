@@ -78,7 +78,7 @@ def _rollout(env, steps=6):
     for k in range(steps):
         if k == 3:
             env.shared["force"] = torch.tensor([True, True, False, False])
-        obs, rew, *_ = env.step(_act(env, k))
+        obs, *_ = env.step(_act(env, k))
         out.append((obs["policy"].clone(), env.command_manager.command("twist").clone(), env.robot.qpos.clone()))
     return out
 

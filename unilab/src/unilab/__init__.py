@@ -3,7 +3,12 @@
 ``make_manager_based_rl_env`` is the only way to build a training environment.
 """
 
-from unilab.registry import list_tasks, make_manager_based_rl_env, register_task, task_config
+from unilab.registry import (
+    list_tasks,
+    make_manager_based_rl_env,
+    register_task,
+    task_config,
+)
 
 __all__ = ["ManagerBasedRlEnv", "list_tasks", "make_manager_based_rl_env", "register_task", "task_config"]
 

@@ -12,7 +12,14 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 
 class Strict(BaseModel):
@@ -177,7 +184,7 @@ def _child(node: Any, part: str, path: str) -> Any:
     if isinstance(node, dict) and part in node:
         return node[part]
     if not isinstance(node, (BaseModel, dict)):
-        raise ValueError(f"override {path!r}: {type(node).__name__} has no sub-keys")
+        raise ValueError(f"override {path!r}: {type(node).__name__} has no sub-keys")  # noqa: TRY004
     raise ValueError(f"override {path!r}: unknown key {part!r}; valid keys: {_valid_keys(node)}")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import torch
-
 import unisim
+
 from unilab.config import EnvCfg
 from unilab.managers.action import ActionManager
 from unilab.managers.command import CommandManager
@@ -70,7 +70,7 @@ class ManagerBasedRlEnv:
         self.physics_dt = float(self.backend.timestep)
         self.decimation = cfg.decimation
         self.step_dt = self.physics_dt * cfg.decimation
-        self.max_episode_length = int(math.ceil(cfg.episode_length_s / self.step_dt - 1e-9))
+        self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-9)
         names = [k.name for k in inv.keyframes]
         if cfg.reset_keyframe not in names:
             raise ValueError(f"reset_keyframe: unknown keyframe {cfg.reset_keyframe!r}; available: {names}")
@@ -170,7 +170,8 @@ class ManagerBasedRlEnv:
     # ---- internals -----------------------------------------------------------------
     def _check_action(self, action) -> None:
         if not isinstance(action, torch.Tensor):
-            raise ValueError(f"action: expected a torch.Tensor, got {type(action).__name__}")
+            # One error type (ValueError) for every bad input, as the runner contract says.
+            raise ValueError(f"action: expected a torch.Tensor, got {type(action).__name__}")  # noqa: TRY004
         if action.dtype != torch.float32:
             raise ValueError(f"action: expected dtype torch.float32, got {action.dtype}")
         if tuple(action.shape) != (self.num_envs, self.action_dim):

@@ -53,7 +53,7 @@ def make_manager_based_rl_env(task: str, backend: str = "mujoco", num_envs: int 
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ValueError(f"num_envs: expected an int >= 1, got {num_envs!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed: expected an int, got {seed!r}")
+        raise ValueError(f"seed: expected an int, got {seed!r}")  # noqa: TRY004
     cfg = task_config(task, overrides)
     if backend_options:
         cfg.backend_options = {**cfg.backend_options, **dict(backend_options)}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 
 import torch
+from unisim import Feature, SimBackend
 
 from unilab import math as lm
-from unisim import Feature, SimBackend
 
 
 class MissingCapability(ValueError):

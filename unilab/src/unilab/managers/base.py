@@ -7,8 +7,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from unilab.robot import MissingCapability
 from unisim import Feature
+
+from unilab.robot import MissingCapability
 
 
 def requires(*features: Feature, model_fields: tuple[str, ...] = (), sensor_kinds: tuple[str, ...] = ()):
@@ -22,7 +23,7 @@ def requires(*features: Feature, model_fields: tuple[str, ...] = (), sensor_kind
 class Term:
     """A built term: ``fn(env)`` plus the optional ``reset(rows)`` of a class term."""
 
-    __slots__ = ("name", "cfg", "fn", "reset", "obj")
+    __slots__ = ("cfg", "fn", "name", "obj", "reset")
 
     def __init__(self, name: str, cfg: Any, fn: Callable, reset: Callable | None, obj: Any) -> None:
         self.name, self.cfg, self.fn, self.reset, self.obj = name, cfg, fn, reset, obj

@@ -32,7 +32,7 @@ class _Group:
             lo += [noise[0]] * d; hi += [noise[1]] * d
             clo += [clip[0]] * d; chi += [clip[1]] * d
             scale += [1.0 if t.cfg.scale is None else t.cfg.scale] * d
-        as_t = lambda v: torch.tensor(v, dtype=torch.float32, device=dev)  # noqa: E731
+        as_t = lambda v: torch.tensor(v, dtype=torch.float32, device=dev)
         self.noise_lo, self.noise_width = as_t(lo), as_t(hi) - as_t(lo)
         self.has_noise = bool((self.noise_width != 0).any())
         self.clip_lo, self.clip_hi = as_t(clo), as_t(chi)

@@ -15,8 +15,17 @@ import math
 
 from unilab.assets import G1_JOINT_NAMES, g1_scene_path
 from unilab.assets.g1_scene import NATURAL_FREQ, joint_motor
-from unilab.config import (ActionCfg, CurriculumTermCfg, EnvCfg, EventTermCfg, ObsGroupCfg, ObsTermCfg,
-                           RewardTermCfg, TerminationTermCfg, VelocityCommandCfg)
+from unilab.config import (
+    ActionCfg,
+    CurriculumTermCfg,
+    EnvCfg,
+    EventTermCfg,
+    ObsGroupCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TerminationTermCfg,
+    VelocityCommandCfg,
+)
 from unilab.registry import register_task
 from unilab.terms import curriculum as cur
 from unilab.terms import events as ev

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 import torch
+from unisim import Feature
 
 from unilab import math as lm
-from unisim import Feature
 
 
 class FeetState:

@@ -152,7 +152,7 @@ class GenesisBackend(SimBackend):
             robot.set_dofs_kp(kp, self._act_dofs)
             robot.set_dofs_kv(kv, self._act_dofs)
             force = torch.tensor([
-                mjmodel.actuator_forcerange[a] if mjmodel.actuator_forcelimited[a] else (-float("inf"), float("inf"))
+                tuple(mjmodel.actuator_forcerange[a]) if mjmodel.actuator_forcelimited[a] else (-float("inf"), float("inf"))
                 for a in range(mjmodel.nu)], dtype=torch.float32, device=device)
             robot.set_dofs_force_range(force[:, 0], force[:, 1], self._act_dofs)
 

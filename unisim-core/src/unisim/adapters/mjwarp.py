@@ -20,7 +20,8 @@ Trade-offs, decided here:
 - On CUDA the graphs are CUDA graphs (feature GRAPH_CAPTURE). On the CPU warp also records
   and replays launch lists; we use that when it works and fall back to eager launches when
   capture raises, and ``diagnostics()['step_mode']`` says which one runs.
-- Contact/constraint buffers use mujoco_warp's per-model defaults scaled by num_envs unless
+- Contact/constraint buffers are sized from the model (``default_buffer_sizes``: twice the
+  contacts/rows of its resting poses, at least mujoco_warp's defaults) times num_envs unless
   ``nconmax``/``njmax`` are given; overflow is sticky per world in ``d.overflow`` and is
   read only by ``diagnostics()``, never per step.
 """
@@ -35,7 +36,7 @@ import mujoco_warp as mjw
 import torch
 import warp as wp
 
-from unisim.adapters.warp_kernels import body_origin_velocity, torch_view, warp_device
+from unisim.adapters.warp_support import body_origin_velocity, default_buffer_sizes, torch_view, warp_device
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
 from unisim.contract import Rows, SimBackend
 from unisim.devices import resolve_device
@@ -93,6 +94,9 @@ class MjWarpBackend(SimBackend):
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
             sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset())
+        default_nconmax, default_njmax = default_buffer_sizes(mjmodel)
+        nconmax = default_nconmax if nconmax is None else nconmax
+        njmax = default_njmax if njmax is None else njmax
         wp.init()
         with wp.ScopedDevice(self._wp_device):
             self._m = mjw.put_model(mjmodel)
@@ -101,7 +105,7 @@ class MjWarpBackend(SimBackend):
             nbody = mjmodel.nbody
             self._lin_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
             self._ang_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
-            self._warm_up(mjmodel)
+            self._warm_up(mjmodel, nconmax, njmax)
             mjw.forward(self._m, self._d)  # every view authoritative from construction on
             self._publish()
         wp.synchronize_device(self._wp_device)  # construction ran on warp's stream, not torch's
@@ -186,7 +190,7 @@ class MjWarpBackend(SimBackend):
             "env_steps": self._env_steps,
             "set_state_calls": self._set_state_calls,
             "naconmax": int(self._d.naconmax),
-            "nconmax_per_world": self._nconmax_per_world or int(self._d.naconmax) // self.num_envs,
+            "nconmax_per_world": self._nconmax_per_world,
             "njmax": int(self._d.njmax),
             "nacon": int(self._d.nacon.numpy()[0]),
             "max_nefc": int(self._d.nefc.numpy().max()),
@@ -219,10 +223,11 @@ class MjWarpBackend(SimBackend):
                   inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
                   outputs=[self._lin_vel, self._ang_vel])
 
-    def _warm_up(self, mjmodel: mujoco.MjModel) -> None:
+    def _warm_up(self, mjmodel: mujoco.MjModel, nconmax: int, njmax: int) -> None:
         # Graph capture records launches and cannot compile modules; load every kernel once
-        # on a one-world scratch copy so the real worlds never take a physics step here.
-        scratch = mjw.make_data(mjmodel, nworld=1)
+        # on a one-world scratch copy (same buffer sizes, which some kernels specialise on)
+        # so the real worlds never take a physics step here.
+        scratch = mjw.make_data(mjmodel, nworld=1, nconmax=nconmax, njmax=njmax)
         mjw.step(self._m, scratch)
         mjw.forward(self._m, scratch)
         m, d = self._m, scratch

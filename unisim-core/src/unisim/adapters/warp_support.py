@@ -1,4 +1,4 @@
-"""Warp kernels and device helpers the mjwarp adapter and the backend benchmark share.
+"""Warp kernels, buffer sizing and device helpers shared by the mjwarp adapter and the benchmark.
 
 Kept apart from the adapter so the benchmark's raw baseline and the adapter compile the
 very same kernels (a fair comparison) and the adapter module stays about the contract.
@@ -6,6 +6,7 @@ very same kernels (a fair comparison) and the adapter module stays about the con
 
 from __future__ import annotations
 
+import mujoco
 import torch
 import warp as wp
 
@@ -52,3 +53,30 @@ def torch_view(array: wp.array, num_envs: int, *tail: int) -> torch.Tensor:
     if array.size == 0:
         return torch.zeros((num_envs, *tail), dtype=torch.float32, device=str(array.device))
     return wp.to_torch(array)
+
+
+_SIZES = [(2 + i % 2) * 2 ** (i // 2 + 3) for i in range(19)]  # 16, 24, 32, 48, ... mujoco_warp's steps
+
+
+def _round_up(n: int) -> int:
+    return next((s for s in _SIZES if s >= n), n)
+
+
+def default_buffer_sizes(mjmodel: mujoco.MjModel) -> tuple[int, int]:
+    """(nconmax per world, njmax) for a model: twice what its resting poses need.
+
+    mujoco_warp's own defaults (48 contacts, 64 constraint rows for a model without height
+    fields) overflow on a standing G1 (28 foot contacts x 4 pyramid rows). We measure ncon
+    and nefc with MuJoCo C at qpos0 and at every keyframe, double them for falls and
+    stumbles, keep at least mujoco_warp's defaults and round up to its size steps.
+    """
+    data = mujoco.MjData(mjmodel)
+    ncon, nefc = 0, 0
+    for key in range(-1, mjmodel.nkey):
+        if key < 0:
+            mujoco.mj_resetData(mjmodel, data)
+        else:
+            mujoco.mj_resetDataKeyframe(mjmodel, data, key)
+        mujoco.mj_forward(mjmodel, data)
+        ncon, nefc = max(ncon, data.ncon), max(nefc, data.nefc)
+    return _round_up(max(48, 2 * ncon)), _round_up(max(64, 2 * nefc))

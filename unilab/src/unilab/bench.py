@@ -1,0 +1,202 @@
+"""Env-step benchmark: g1_walk_flat (or any owner) next to raw physics of the same scene.
+
+    python -m unilab.bench --backend mujoco --num-envs 1024 --out bench.json
+    python -m unilab.bench --backend mjwarp --num-envs 4096 --device cuda --out FILE
+
+Method (DESIGN.md section 7): one process, one backend; warm up first (compiles, graph
+capture); then ``--samples`` interleaved rounds, each timing ``--steps`` steps of: raw
+physics (``backend.step`` alone with the env's last ctrl, from the env's current states,
+which are restored afterwards), the env with a zero policy, the env with a random policy,
+and the same owner with unfused reward terms. The device is synchronized before every
+clock read. A separate profiled pass gives the per-phase split (CUDA events on GPU) and
+a cProfile pass counts Python function calls per env step. Action validation is off, as
+a proven runner would run it, so the step path has no host sync other than the one the
+selected reset needs (the row count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.metadata
+import json
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from unilab.config import parse_overrides
+from unilab.registry import make_manager_based_rl_env
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _time_steps(device, steps: int, fn) -> float:
+    _sync(device)
+    t0 = time.perf_counter()
+    for k in range(steps):
+        fn(k)
+    _sync(device)
+    return time.perf_counter() - t0
+
+
+def _raw_sample(env, steps: int) -> float:
+    """Physics alone from the env's current states, then put those states back."""
+    backend, device = env.backend, env.device
+    views = backend.views()
+    qpos, qvel = views.qpos.clone(), views.qvel.clone()
+    ctrl = env.action_manager.ctrl.clone()
+    seconds = _time_steps(device, steps, lambda k: backend.step(ctrl, env.decimation))
+    backend.set_state(torch.arange(env.num_envs, device=device), qpos, qvel)
+    env.robot.invalidate()
+    return seconds
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "torch": torch.__version__}
+    for dist in ("mujoco", "mujoco-warp", "warp-lang", "genesis-world"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run(args: argparse.Namespace) -> dict:
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    options = dict(parse_overrides(args.backend_option))
+    overrides = ["validate_actions=false"] + list(args.override)
+    mk = lambda task: make_manager_based_rl_env(task, backend=args.backend, num_envs=args.num_envs,
+                                                device=args.device, seed=0, overrides=overrides,
+                                                backend_options=options)
+    env = mk(args.task)
+    envs = {"env_zero": env, "env_random": env}
+    if args.unfused_task:
+        envs["env_unfused"] = mk(args.unfused_task)
+    n, device, steps = env.num_envs, env.device, args.steps
+    zeros = torch.zeros(n, env.action_dim, device=device)
+    gen = torch.Generator(device=device).manual_seed(1)
+    pool = [torch.rand(n, env.action_dim, generator=gen, device=device) * 2 - 1 for _ in range(8)]
+    policies = {"env_zero": lambda k: zeros, "env_random": lambda k: pool[k % len(pool)],
+                "env_unfused": lambda k: zeros}
+
+    for e in set(envs.values()):  # warm-up: compiles, graph capture, caches
+        for k in range(args.warmup):
+            e.step(zeros)
+        _raw_sample(e, 2)
+        e.flush_metrics()
+
+    rates: dict[str, list[float]] = {k: [] for k in ["raw", *envs]}
+    for _ in range(args.samples):
+        rates["raw"].append(n * steps / _raw_sample(env, steps))
+        for name, e in envs.items():
+            policy = policies[name]
+            rates[name].append(n * steps / _time_steps(device, steps, lambda k, e=e, p=policy: e.step(p(k))))
+    for e in set(envs.values()):
+        e.flush_metrics()
+
+    # Profiled pass: per-phase split (timings only exist with the flag on).
+    env.timer.enabled = True
+    for k in range(steps):
+        env.step(zeros)
+    phases = {k.removeprefix("time/"): v for k, v in env.flush_metrics().items() if k.startswith("time/")}
+    env.timer.enabled = False
+    phases["manager_overhead_ms"] = phases["step_total_ms"] - phases["backend_step_ms"]
+
+    profiler = cProfile.Profile()
+    prof_steps = max(5, min(steps, 20))
+    profiler.enable()
+    for k in range(prof_steps):
+        env.step(zeros)
+    profiler.disable()
+    calls = pstats.Stats(profiler).total_calls / prof_steps
+    reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
+
+    summary = {name: _stats(v) for name, v in rates.items()}
+    raw_median = summary["raw"]["median"]
+    ratios = {name: summary[name]["median"] / raw_median for name in envs}
+    if "env_unfused" in summary:
+        ratios["fused_vs_unfused"] = summary["env_zero"]["median"] / summary["env_unfused"]["median"]
+    record = {
+        "benchmark": "unilab.bench env", "task": args.task, "backend": args.backend, "num_envs": n,
+        "device": str(device), "data_plane": env.backend.capabilities.data_plane.value,
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "steps_per_sample": steps, "samples": args.samples, "warmup": args.warmup,
+        "torch_threads": torch.get_num_threads(),
+        "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
+        "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
+        "reset_rows_per_step_in_profile": reset_rows_per_step,
+        "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    for e in set(envs.values()):
+        e.close()
+    return record
+
+
+def _print(record: dict) -> None:
+    s = record["env_steps_per_s"]
+    print(f"{record['task']} on {record['backend']} ({record['device']}, {record['num_envs']} envs)")
+    for name, st in s.items():
+        ratio = record["ratio_to_raw_median"].get(name)
+        extra = f"  {ratio:.3f}x raw" if ratio is not None else ""
+        print(f"  {name:12s} steps/s min {st['min']:>10.0f} median {st['median']:>10.0f} max {st['max']:>10.0f}{extra}")
+    if "fused_vs_unfused" in record["ratio_to_raw_median"]:
+        print(f"  fused rewards vs unfused: {record['ratio_to_raw_median']['fused_vs_unfused']:.3f}x")
+    print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))
+    print(f"  python calls per env step: {record['python_calls_per_env_step']:.0f}")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(prog="python -m unilab.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--backend", default="mujoco")
+    p.add_argument("--num-envs", type=int, default=256)
+    p.add_argument("--device", default=None)
+    p.add_argument("--task", default="g1_walk_flat")
+    p.add_argument("--unfused-task", default="g1_walk_flat_unfused",
+                   help="owner with unfused reward terms to compare against ('' to skip)")
+    p.add_argument("--steps", type=int, default=50, help="env steps per timed sample")
+    p.add_argument("--samples", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--torch-threads", type=int, default=None,
+                   help="torch intra-op threads (default: 1 on cpu, where torch's spinning threads "
+                        "would compete with a host physics pool; untouched on cuda)")
+    p.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", default=None, help="write the JSON record here")
+    args = p.parse_args(argv)
+    if args.samples < 3:
+        p.error("--samples: at least 3 interleaved samples")
+    if args.torch_threads is None and (args.device is None or str(args.device).startswith("cpu")):
+        args.torch_threads = 1
+    record = run(args)
+    _print(record)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+if __name__ == "__main__":
+    main()
