@@ -113,7 +113,7 @@ class OffPolicyRunner:
             self.env_steps += self.spec.num_envs
             self.iterations += 1
             interval_steps += self.spec.num_envs
-            self._learn()
+            self.learn()
             if self.iterations % self.config.log_every == 0:
                 now = time.perf_counter()
                 last_metrics = self._flush(interval_steps / max(now - interval_start, 1e-9))
@@ -138,7 +138,8 @@ class OffPolicyRunner:
         return TrainResult(self.env_steps, self.updates, wall_s, interrupted, last_metrics, checkpoint)
 
     # ---- learning -------------------------------------------------------------------------
-    def _learn(self) -> None:
+    def learn(self) -> None:
+        """Run the gradient updates this env step has earned (none before learning_starts)."""
         if len(self.replay) < max(self.algo_config.learning_starts, self.algo_config.batch_size):
             return
         self.update_credit += self.algo_config.updates_per_step

@@ -52,7 +52,8 @@ class UnitBatchNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.training:
             mean = x.mean(dim=1, keepdim=True)
-            var = x.var(dim=1, unbiased=False, keepdim=True)
+            # Written out: torch.var over the middle axis is ~5x slower on CPU.
+            var = (x - mean).square().mean(dim=1, keepdim=True)
             with torch.no_grad():
                 self.running_mean.lerp_(mean.float(), self.momentum)
                 self.running_var.lerp_(var.float(), self.momentum)

@@ -1,0 +1,141 @@
+"""``unilab-bench collector``: collector env-steps/s without and with learning.
+
+Method (DESIGN.md section 7): same process, env and num_envs for both modes; warm up first
+(replay filled past one batch, kernels compiled, a few updates); then ``--samples``
+interleaved pairs (no-learn, learn) of ``--seconds`` each, device synchronized before every
+clock read; min/median/max reported and written as a JSON record with the command, commit,
+versions and device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unilab_rl.algorithms import build_agent, lookup
+from unilab_rl.cli.overrides import split_overrides, validated
+from unilab_rl.contract import EnvFactory, EnvSpec
+from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="unilab-bench", description="Benchmarks of the training stack.")
+    sub = parser.add_subparsers(dest="what", required=True)
+    collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
+    collector.add_argument("--task", default="g1_walk_flat")
+    collector.add_argument("--backend", default="mujoco")
+    collector.add_argument("--algo", default="flashsac")
+    collector.add_argument("--num-envs", type=int, default=64)
+    collector.add_argument("--device", default=None)
+    collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
+    collector.add_argument("--samples", type=int, default=3)
+    collector.add_argument("--json", type=Path, help="write the JSON record here")
+    collector.add_argument("overrides", nargs="*", metavar="key=value")
+    return parser
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
+    device = runner.spec.device
+    _sync(device)
+    start = time.perf_counter()
+    steps = 0
+    while True:
+        runner.collector.step()
+        if learn:
+            runner.learn()
+        steps += 1
+        if steps % 10 == 0:
+            _sync(device)
+            if time.perf_counter() - start >= seconds:
+                break
+    _sync(device)
+    return steps * runner.spec.num_envs / (time.perf_counter() - start)
+
+
+def summarize(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
+    algorithm = lookup(args.algo)
+    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
+    # Learning starts after one batch so the "learn" mode is learning from its first sample.
+    config = validated(algorithm.config_class, {"learning_starts": 0}, split.algo, "algorithm")
+    runner_config = validated(RunnerConfig, {"timing_sample_every": 1_000_000}, split.runner, "runner")
+    env = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=0,
+                  overrides=split.env)
+    try:
+        spec = EnvSpec.from_env(env)
+        agent = build_agent(args.algo, spec, config, spec.device)
+        runner = OffPolicyRunner(env, agent, config, RunIdentity(args.task, args.backend, args.algo, 0), None,
+                                 runner_config=runner_config)
+        while len(runner.replay) < config.batch_size:
+            runner.collector.step()
+        timed_rate(runner, min(args.seconds, 2.0), learn=True)  # warm-up: compiles, first updates
+        no_learn, learn = [], []
+        for _ in range(args.samples):
+            no_learn.append(timed_rate(runner, args.seconds, learn=False))
+            learn.append(timed_rate(runner, args.seconds, learn=True))
+    finally:
+        env.close()
+    record = {
+        "benchmark": "collector", "command": " ".join(sys.argv), "task": args.task, "backend": args.backend,
+        "algo": args.algo, "num_envs": args.num_envs, "device": str(spec.device), "device_name": _device_name(spec.device),
+        "samples": args.samples, "seconds_per_sample": args.seconds, "algo_config": config.model_dump(),
+        "env_steps_per_s_no_learning": summarize(no_learn), "env_steps_per_s_with_learning": summarize(learn),
+        "learning_cost_ratio": statistics.median(learn) / statistics.median(no_learn),
+        "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        "raw": {"no_learning": no_learn, "with_learning": learn},
+    }
+    return record
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if factory is None:
+            from unilab import make_manager_based_rl_env
+
+            factory = make_manager_based_rl_env
+        record = bench_collector(args, factory)
+    except (ValueError, KeyError) as error:
+        print(f"unilab-bench: error: {error}", file=sys.stderr)
+        return 2
+    for mode in ("no_learning", "with_learning"):
+        stats = record[f"env_steps_per_s_{mode}"]
+        print(f"collector {mode:14s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
+              f"max {stats['max']:10.0f}")
+    print(f"with/without learning (median): {record['learning_cost_ratio']:.3f}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""``unilab-play``: run K deterministic episodes of a checkpoint's policy and summarize them.
+
+The task, env overrides and algorithm come from the checkpoint; backend, num_envs and device
+may be changed. Exit codes: 0 done, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unilab_rl.algorithms import build_agent, lookup
+from unilab_rl.checkpoint import CheckpointError, load_checkpoint
+from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="unilab-play", description="Evaluate a checkpoint deterministically.")
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--backend", default=None, help="default: the backend the checkpoint was trained on")
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--episodes", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--video", type=Path, help="write an mp4 of env 0 (needs a render hook; see docs)")
+    return parser
+
+
+def load_policy(document: dict[str, Any], env: RunnerEnv) -> Any:
+    spec = EnvSpec.from_env(env)
+    trained = document["spec"]
+    if dict(trained["observation_spec"]) != spec.observation_spec or trained["action_dim"] != spec.action_dim:
+        raise CheckpointError(
+            f"checkpoint was trained with observations {trained['observation_spec']} and action_dim "
+            f"{trained['action_dim']}; this env has {spec.observation_spec} and {spec.action_dim}")
+    algorithm = lookup(document["algo"])
+    config = algorithm.config_class.model_validate(document["algo_config"])
+    agent = build_agent(document["algo"], spec, config, spec.device)
+    agent.load_state_dict(document["agent"])
+    return agent
+
+
+@torch.no_grad()
+def run_episodes(env: RunnerEnv, agent: Any, episodes: int) -> dict[str, float]:
+    """Step until ``episodes`` episodes have ended; one host sync per step (done.any())."""
+    device = torch.device(env.device)
+    episode_return = torch.zeros(env.num_envs, device=device)
+    episode_length = torch.zeros(env.num_envs, device=device)
+    returns: list[float] = []
+    lengths: list[float] = []
+    obs = env.reset()
+    max_steps = env.max_episode_length * (episodes // env.num_envs + 2)
+    for _ in range(max_steps):
+        obs, reward, terminated, truncated, _ = env.step(agent.act(obs, deterministic=True))
+        episode_return += reward
+        episode_length += 1
+        done = terminated | truncated
+        if bool(done.any()):
+            returns += episode_return[done].tolist()
+            lengths += episode_length[done].tolist()
+            episode_return[done] = 0.0
+            episode_length[done] = 0.0
+            if len(returns) >= episodes:
+                break
+    returns, lengths = returns[:episodes], lengths[:episodes]
+    if not returns:
+        return {"episodes": 0.0}
+    return_t, length_t = torch.tensor(returns), torch.tensor(lengths)
+    return {"episodes": float(len(returns)), "return_mean": return_t.mean().item(), "return_std": return_t.std(unbiased=False).item(),
+            "length_mean": length_t.mean().item(), "length_fraction_of_max": length_t.mean().item() / env.max_episode_length,
+            "full_length_episodes": float((length_t >= env.max_episode_length).float().mean().item())}
+
+
+def play(args: argparse.Namespace, factory: EnvFactory) -> int:
+    if args.episodes < 1 or args.num_envs < 1:
+        raise ValueError("--episodes and --num-envs must be >= 1")
+    document = load_checkpoint(args.checkpoint)
+    if args.video is not None:
+        # The env<->runner contract has no render hook, and the CLI may not reach into the
+        # backend's MuJoCo model; see docs/training.md ("Video").
+        raise ValueError("--video needs a render hook the env does not provide yet (docs/training.md, Video)")
+    backend = args.backend or document["backend"]
+    env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
+                  overrides=dict(document["env_overrides"]))
+    try:
+        agent = load_policy(document, env)
+        env.flush_metrics()  # start the env's averages at this evaluation
+        summary = run_episodes(env, agent, args.episodes)
+        env_metrics = env.flush_metrics()
+    finally:
+        env.close()
+    print(f"unilab-play: task={document['task']} backend={backend} algo={document['algo']} "
+          f"trained_env_steps={document['counters']['env_steps']}")
+    for key, value in {**summary, **{f"env/{k}": v for k, v in env_metrics.items()}}.items():
+        print(f"  {key:40s} {value:.4f}")
+    return 0
+
+
+def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if factory is None:
+            from unilab import make_manager_based_rl_env
+
+            factory = make_manager_based_rl_env
+        return play(args, factory)
+    except (ValueError, KeyError) as error:  # CheckpointError and the factory's errors are ValueErrors
+        print(f"unilab-play: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""CLI behaviour on good and bad input, with a fake env factory (fast) where the real env
+is not the point, and unilab's real factory where its error messages are."""
+
+import json
+
+import pytest
+import torch
+
+from fake_env import PointMassEnv
+from helpers import TINY
+from unilab_rl.checkpoint import load_checkpoint
+from unilab_rl.cli import bench as bench_cli
+from unilab_rl.cli import play as play_cli
+from unilab_rl.cli import train as train_cli
+
+TASKS = ["fake_task", "other_task"]
+TINY_TOKENS = [f"{k}={v}" for k, v in TINY["flashsac"].items()] + ["log_every=4", "checkpoint_every=1000"]
+
+
+def fake_factory(task, *, backend, num_envs, device, seed, overrides):
+    if backend != "fake":
+        raise ValueError(f"unknown backend {backend!r}; valid backends: ['fake']")
+    unknown = sorted(set(overrides) - {"max_episode_length"})
+    if unknown:
+        raise ValueError(f"override {unknown[0]!r}: unknown key; valid keys: ['max_episode_length']")
+    return PointMassEnv(num_envs=num_envs, seed=seed, max_episode_length=int(overrides.get("max_episode_length", 20)))
+
+
+def run_train(argv):
+    return train_cli.main(argv, factory=fake_factory, tasks=TASKS)
+
+
+def base_args(out, task="fake_task"):
+    return ["--task", task, "--backend", "fake", "--num-envs", "8", "--steps", "160", "--out", str(out),
+            "--no-progress", "--no-tensorboard"]
+
+
+def test_train_writes_checkpoint_metrics_and_curve_then_resumes(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + ["--curve-json", str(tmp_path / "curve.json"), *TINY_TOKENS,
+                                       "max_episode_length=10"]) == 0
+    document = load_checkpoint(out / "checkpoint.pt")
+    assert document["task"] == "fake_task" and document["env_overrides"] == {"max_episode_length": "10"}
+    assert document["counters"]["env_steps"] == 160
+    assert (out / "metrics.jsonl").read_text().count("\n") >= 4
+    curve = json.loads((tmp_path / "curve.json").read_text())
+    assert curve["points"] and "episode_return" in curve["points"][-1]
+
+    assert run_train(base_args(out) + ["--resume", str(out / "checkpoint.pt"), *TINY_TOKENS]) == 0
+    resumed = load_checkpoint(out / "checkpoint.pt")
+    assert resumed["counters"]["env_steps"] == 320
+    assert resumed["env_overrides"] == {"max_episode_length": "10"}  # carried over from the checkpoint
+    assert "done" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--algo", "ppo"], "unknown algorithm 'ppo'; valid: fastsac, flashsac"),
+        (["batch_size=lots"], "bad algorithm override: batch_size='lots'"),
+        (["algo.not_a_field=1"], "unknown algorithm key 'not_a_field'"),
+        (["no_equals_sign"], "expected key=value"),
+        (["--backend", "nope"], "valid backends: ['fake']"),
+        (["bogus.key=1"], "valid keys: ['max_episode_length']"),
+        (["--num-envs", "0"], "--num-envs must be >= 1"),
+    ],
+)
+def test_bad_input_fails_with_a_message_and_writes_nothing(tmp_path, capsys, extra, message):
+    out = tmp_path / "run"
+    argv = base_args(out)
+    if "--num-envs" in extra or "--backend" in extra:
+        flag = extra[0]
+        argv[argv.index(flag) + 1] = extra[1]
+        extra = []
+    assert run_train(argv + extra) == train_cli.EXIT_BAD_INPUT
+    assert message in capsys.readouterr().err
+    assert not (out / "checkpoint.pt").exists()
+
+
+def test_unknown_task_lists_the_valid_ones(tmp_path, capsys):
+    assert run_train(base_args(tmp_path / "run", task="walk_on_moon")) == 2
+    assert "unknown task 'walk_on_moon'; valid: fake_task, other_task" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_out_that_is_not_writable_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert run_train(base_args(blocker / "run")) == 2
+    assert "is not writable" in capsys.readouterr().err
+
+
+def test_resume_from_another_task_or_a_corrupt_file_changes_nothing(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    checkpoint = out / "checkpoint.pt"
+    before = checkpoint.read_bytes()
+    assert run_train(base_args(out, task="other_task") + ["--resume", str(checkpoint), *TINY_TOKENS]) == 2
+    assert "trained on task 'fake_task', not 'other_task'" in capsys.readouterr().err
+    assert checkpoint.read_bytes() == before
+
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"\x00garbage")
+    assert run_train(base_args(tmp_path / "run2") + ["--resume", str(corrupt)]) == 2
+    assert "corrupt or not a unilab_rl checkpoint" in capsys.readouterr().err
+    assert corrupt.read_bytes() == b"\x00garbage"
+    assert not (tmp_path / "run2" / "checkpoint.pt").exists()
+
+
+def test_play_runs_deterministic_episodes_from_the_checkpoint_task(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    capsys.readouterr()
+    argv = ["--checkpoint", str(out / "checkpoint.pt"), "--episodes", "5", "--num-envs", "4"]
+    assert play_cli.main(argv, factory=fake_factory) == 0
+    first = capsys.readouterr().out
+    assert "task=fake_task" in first and "return_mean" in first
+    assert play_cli.main(argv, factory=fake_factory) == 0
+    assert capsys.readouterr().out == first  # deterministic policy, same env seed
+
+
+def test_play_refuses_a_corrupt_checkpoint(tmp_path, capsys):
+    corrupt = tmp_path / "c.pt"
+    corrupt.write_text("nope")
+    assert play_cli.main(["--checkpoint", str(corrupt)], factory=fake_factory) == 2
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_bench_reports_both_modes(tmp_path, capsys):
+    record_path = tmp_path / "bench.json"
+    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items() if k != "learning_starts"]
+    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.2",
+            "--samples", "2", "--json", str(record_path), *tokens]
+    assert bench_cli.main(argv, factory=fake_factory) == 0
+    record = json.loads(record_path.read_text())
+    assert record["env_steps_per_s_no_learning"]["median"] > 0
+    assert record["env_steps_per_s_with_learning"]["median"] > 0
+    assert len(record["raw"]["with_learning"]) == 2
+
+
+def test_real_factory_names_valid_backends_and_override_keys(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    out = tmp_path / "run"
+    args = ["--task", "g1_walk_flat", "--num-envs", "2", "--steps", "2", "--out", str(out), "--no-progress",
+            "--no-tensorboard"]
+    assert train_cli.main(args + ["--backend", "not_a_backend"]) == 2
+    assert "mujoco" in capsys.readouterr().err
+    assert train_cli.main(args + ["--backend", "mujoco", "rewards.nope=1"]) == 2
+    assert "valid keys" in capsys.readouterr().err
+    assert train_cli.main(["--task", "nope", "--out", str(out), "--steps", "2"]) == 2
+    assert "g1_walk_flat" in capsys.readouterr().err
+    assert not (out / "checkpoint.pt").exists()
+    torch.set_num_threads(1)
