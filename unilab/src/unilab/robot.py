@@ -51,8 +51,10 @@ class RobotState:
         lo = [j.range[0] if j.range else -float("inf") for j in joints]
         hi = [j.range[1] if j.range else float("inf") for j in joints]
         self.joint_limits = torch.tensor([lo, hi], dtype=torch.float32, device=self.device).T.contiguous()
-        self._cache: dict[str, torch.Tensor] = {}
+        self._cache: dict = {}
         self._views = None
+        self._slices: dict[str, torch.Tensor] = {}
+        self._fresh = False
 
     # ---- names --------------------------------------------------------------------
     def find_joints(self, patterns: tuple[str, ...] | list[str] | str, owner: str) -> list[int]:
@@ -94,22 +96,47 @@ class RobotState:
 
     # ---- state ----------------------------------------------------------------------
     def invalidate(self) -> None:
-        """Physics moved or rows were written: drop derived values and re-fetch the views
-        (fetching is what lets a LAZY-publication backend publish before we read)."""
+        """Physics moved or rows were written: drop derived values. The next read calls
+        ``backend.views()`` again, which is what lets a LAZY-publication backend publish."""
         self._cache.clear()
-        self._views = None
+        self._fresh = False
+
+    def _refresh(self) -> None:
+        views = self.backend.views()
+        if views is not self._views:
+            # View tensors live as long as the backend (contract), so their slices do too:
+            # slicing once here saves a Python-level index op per read.
+            self._views = views
+            a, b = self.root_qpos_adr, self.root_qvel_adr
+            self._slices = {
+                "root_pos_w": views.qpos[:, a:a + 3], "root_quat_w": views.qpos[:, a + 3:a + 7],
+                "root_lin_vel_w": views.qvel[:, b:b + 3], "root_ang_vel_b": views.qvel[:, b + 3:b + 6],
+                "joint_pos": views.qpos[:, self.joint_qpos_index], "joint_vel": views.qvel[:, self.joint_qvel_index],
+            }
+        self._fresh = True
 
     @property
     def views(self):
-        if self._views is None:
-            self._views = self.backend.views()
+        if not self._fresh:
+            self._refresh()
         return self._views
 
-    def _get(self, key: str, fn) -> torch.Tensor:
+    def _get(self, key, fn) -> torch.Tensor:
         value = self._cache.get(key)
         if value is None:
             value = self._cache[key] = fn()
         return value
+
+    def _slice(self, key: str) -> torch.Tensor:
+        if not self._fresh:
+            self._refresh()
+        if key.startswith("joint_") and not isinstance(self.joint_qpos_index, slice):
+            return self._get(key, lambda: self._slices_fresh(key))  # a gather is a copy: once per state
+        return self._slices[key]
+
+    def _slices_fresh(self, key: str) -> torch.Tensor:
+        v = self._views
+        return v.qpos[:, self.joint_qpos_index] if key == "joint_pos" else v.qvel[:, self.joint_qvel_index]
 
     @property
     def qpos(self) -> torch.Tensor:
@@ -121,23 +148,21 @@ class RobotState:
 
     @property
     def root_pos_w(self) -> torch.Tensor:
-        a = self.root_qpos_adr
-        return self.views.qpos[:, a:a + 3]
+        return self._slice("root_pos_w")
 
     @property
     def root_quat_w(self) -> torch.Tensor:
-        a = self.root_qpos_adr
-        return self.views.qpos[:, a + 3:a + 7]
+        return self._slice("root_quat_w")
 
     @property
     def root_lin_vel_w(self) -> torch.Tensor:
-        a = self.root_qvel_adr  # free joint: world-frame velocity of the body origin
-        return self.views.qvel[:, a:a + 3]
+        """World-frame velocity of the base origin (free-joint qvel)."""
+        return self._slice("root_lin_vel_w")
 
     @property
     def root_ang_vel_b(self) -> torch.Tensor:
-        a = self.root_qvel_adr  # free joint: body-frame angular velocity
-        return self.views.qvel[:, a + 3:a + 6]
+        """Body-frame angular velocity of the base (free-joint qvel)."""
+        return self._slice("root_ang_vel_b")
 
     @property
     def root_lin_vel_b(self) -> torch.Tensor:
@@ -153,11 +178,11 @@ class RobotState:
 
     @property
     def joint_pos(self) -> torch.Tensor:
-        return self.views.qpos[:, self.joint_qpos_index]
+        return self._slice("joint_pos")
 
     @property
     def joint_vel(self) -> torch.Tensor:
-        return self.views.qvel[:, self.joint_qvel_index]
+        return self._slice("joint_vel")
 
     @property
     def body_pos_w(self) -> torch.Tensor:

@@ -19,8 +19,10 @@ class _Group:
     def __init__(self, name: str, cfg: ObsGroupCfg, env) -> None:
         self.name = name
         self.terms = [build_term(f"observations.{name}", t, tc, env) for t, tc in cfg.terms.items()]
-        outs = [self._term_out(t, env) for t in self.terms]
-        self.term_dims = {t.name: o.shape[1] for t, o in zip(self.terms, outs)}
+        outs = [t.fn(env) for t in self.terms]
+        # (N,) terms become (N, 1) columns; decided once here, not per step.
+        self._fns = [(lambda e, f=t.fn: f(e).unsqueeze(1)) if o.dim() == 1 else t.fn for t, o in zip(self.terms, outs)]
+        self.term_dims = {t.name: (1 if o.dim() == 1 else o.shape[1]) for t, o in zip(self.terms, outs)}
         self.frame_dim = sum(self.term_dims.values())
         self.history = cfg.history_length
         self.dim = self.frame_dim * self.history
@@ -43,13 +45,8 @@ class _Group:
             self.buffer = torch.zeros(env.num_envs, self.history, self.frame_dim, device=dev)
             self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=dev)
 
-    @staticmethod
-    def _term_out(term, env) -> torch.Tensor:
-        out = term.fn(env)
-        return out.unsqueeze(1) if out.dim() == 1 else out
-
     def frame(self, env) -> torch.Tensor:
-        outs = [self._term_out(t, env) for t in self.terms]
+        outs = [fn(env) for fn in self._fns]
         x = torch.cat(outs, dim=1) if len(outs) > 1 else outs[0].clone()
         if self.has_noise:
             x = x + self.noise_lo + self.noise_width * torch.rand(x.shape, generator=env.rng, device=x.device)
