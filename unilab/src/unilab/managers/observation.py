@@ -71,6 +71,9 @@ class _Group:
     def reset(self, rows: torch.Tensor) -> None:
         if self.history > 1:
             self.fresh.index_fill_(0, rows, True)
+        for t in self.terms:
+            if t.reset is not None:
+                t.reset(rows)
 
 
 class ObservationManager:

@@ -233,13 +233,21 @@ class velocity_rewards:
         env.robot.require("velocity_rewards", (Feature.BODY_VIEWS,))
         self.command_name = p.get("command_name", "twist")
         self.torso = env.robot.body_index(p.get("torso_body", "torso_link"), "velocity_rewards")
+        dev = env.device
         self.inv_std2 = torch.tensor([1.0 / p["std_lin_vel"] ** 2, 1.0 / p["std_ang_vel"] ** 2,
-                                      1.0 / p["std_upright"] ** 2, 1.0], device=env.device)
+                                      1.0 / p["std_upright"] ** 2, 1.0], device=dev)
         self.posture = _Posture(env, **p["posture"])
         self.lo, self.hi = _soft_limits(env, p.get("soft_factor", 0.9))
         self.feet = FeetState.get(env, tuple(p["feet"]), p.get("contact_height", 0.06))
         self.air_threshold = p.get("air_time_threshold", 0.4)
         self.command_threshold = p.get("command_threshold", 0.1)
+        # Tracking errors as matrix products: twist (v_b, w_b) minus the command placed in
+        # the (vx, vy, wz) slots, squared, summed per kernel (lin: 0-2, ang: 3-5).
+        self.place = torch.zeros(3, 6, device=dev)
+        self.place[0, 0] = self.place[1, 1] = self.place[2, 5] = 1.0
+        self.group = torch.zeros(6, 2, device=dev)
+        self.group[:3, 0] = self.group[3:, 1] = 1.0
+        self.ones = torch.ones(env.num_envs, 1, device=dev)
 
     def reset(self, rows: torch.Tensor) -> None:
         self.feet.reset(rows)
@@ -249,16 +257,16 @@ class velocity_rewards:
         cmd = env.command_manager.command(self.command_name)
         speed = _command_speed(cmd)
         self.feet.update(env)
-        errors = torch.stack((lin_vel_error(env, cmd), ang_vel_error(env, cmd),
-                              _tilt(robot.body_quat_w[:, self.torso]), self.posture.error(env, speed)), dim=1)
+        twist = torch.cat((robot.root_lin_vel_b, robot.root_ang_vel_b), dim=1)
+        tracking = torch.mm((twist - torch.mm(cmd, self.place)).square(), self.group)
+        errors = torch.cat((tracking, _tilt(robot.body_quat_w[:, self.torso]).unsqueeze(1),
+                            self.posture.error(env, speed).unsqueeze(1)), dim=1)
         kernels = torch.exp(-errors * self.inv_std2)
-        active = speed > self.command_threshold
+        active = (speed > self.command_threshold).unsqueeze(1)
+        feet = torch.stack((_air_time_biped(self.feet, self.air_threshold), _slip(env, self.feet)), dim=1) * active
         penalties = torch.stack((
             robot.body_ang_vel_w[:, self.torso, :2].square().sum(dim=1),
             (am.action - am.prev_action).square().sum(dim=1),
-            _joint_limit_violation(env, self.lo, self.hi),
-            _air_time_biped(self.feet, self.air_threshold) * active,
-            _slip(env, self.feet) * active,
-            torch.ones_like(speed),
-            env.termination_manager.terminated.float()), dim=1)
-        return torch.cat((kernels, penalties), dim=1)
+            _joint_limit_violation(env, self.lo, self.hi)), dim=1)
+        return torch.cat((kernels, penalties, feet, self.ones,
+                          env.termination_manager.terminated.unsqueeze(1).float()), dim=1)

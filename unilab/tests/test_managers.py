@@ -1,0 +1,67 @@
+"""Observation history, curriculum, metric and recorder managers; empty managers."""
+
+from __future__ import annotations
+
+import torch
+
+from unilab.config import MetricTermCfg, RecorderTermCfg
+from unilab.registry import register_task
+from unilab.tasks.g1_walk_flat import g1_walk_flat
+from unilab.terms import observations as obs_terms
+
+N = 4
+
+
+def test_history_stacks_frames_and_restarts_on_reset(make_env):
+    env = make_env(overrides=["observations.policy.history_length=3", "observations.policy.enable_corruption=false"])
+    d = 96  # policy frame: 3 + 3 + 3 + 29 + 29 + 29
+    assert env.observation_spec["policy"] == 3 * d
+    obs = env.reset()
+    frames = obs["policy"].view(N, 3, d)
+    assert torch.equal(frames[:, 0], frames[:, 2])  # a fresh episode repeats its first frame
+    prev = obs["policy"].view(N, 3, d)[:, 2].clone()
+    env.shared["force"] = torch.tensor([True, False, False, False])
+    obs, *_ = env.step(torch.zeros(N, env.action_dim))
+    frames = obs["policy"].view(N, 3, d)
+    assert torch.equal(frames[1:, 1], prev[1:])  # running rows shifted by one frame
+    assert torch.equal(frames[0, 0], frames[0, 2])  # the reset row restarted its history
+
+
+def test_curriculum_widens_command_ranges_at_its_milestone(make_env):
+    env = make_env(overrides={"curriculum.command_ranges.params.stages": [
+        {"step": 0, "lin_vel_x": [-0.1, 0.1]}, {"step": 2, "lin_vel_x": [2.0, 2.0]}]})
+    cmd = env.command_manager.terms["twist"]
+    env.step(torch.zeros(N, env.action_dim))
+    assert cmd.ranges[0] == (-0.1, 0.1)
+    env.step(torch.zeros(N, env.action_dim))
+    assert cmd.ranges[0] == (2.0, 2.0)
+    assert env.flush_metrics()["curriculum/command_ranges/stage"] == 1.0
+
+
+def _with_metric_and_recorder():
+    cfg = g1_walk_flat()
+    cfg.metrics["base_height"] = MetricTermCfg(func=lambda env: env.robot.root_pos_w[:, 2])
+    cfg.recorders["root_height"] = RecorderTermCfg(func=obs_terms.base_height, capacity=3)
+    return cfg
+
+
+def test_metric_terms_average_and_recorders_keep_the_last_steps(make_env):
+    register_task("test_metric_recorder", _with_metric_and_recorder)
+    env = make_env(task="test_metric_recorder")
+    heights = []
+    for _ in range(5):
+        env.step(torch.zeros(N, env.action_dim))
+        heights.append(env.robot.root_pos_w[:, 2:3].clone())
+    m = env.flush_metrics()
+    assert abs(m["metric/base_height"] - torch.stack(heights).mean().item()) < 1e-5
+    rec = env.recorder_manager.data()["root_height"]
+    assert rec.shape == (3, N, 1) and torch.equal(rec, torch.stack(heights[-3:]))
+
+
+def test_empty_managers_cost_nothing(make_env):
+    env = make_env(overrides=["curriculum.command_ranges=None", "events.reset_yaw=None",
+                              "events.reset_joints=None"])
+    assert not env.curriculum_manager.terms and not env.recorder_manager.terms and not env.metric_manager.terms
+    assert not env.event_manager.reset_terms and not env.event_manager.interval_terms
+    assert env.event_manager.tick_interval(env, env.step_dt) is None
+    env.step(torch.zeros(N, env.action_dim))
