@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from unilab.config import MetricTermCfg, RecorderTermCfg
 from unilab.registry import register_task
 from unilab.tasks.g1_walk_flat import g1_walk_flat
