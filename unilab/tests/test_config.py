@@ -65,3 +65,11 @@ def test_a_term_can_be_dropped_with_none():
 def test_malformed_override_string_is_rejected():
     with pytest.raises(ValueError, match="key=value"):
         apply_overrides(g1_walk_flat(), ["decimation"])
+
+
+def test_dict_overrides_with_string_values_parse_like_cli_items():
+    cfg = apply_overrides(g1_walk_flat(), {"commands.twist.lin_vel_x": "[-0.5, 1.5]", "rewards.velocity.weights.alive": "2",
+                                           "observations.policy.enable_corruption": "false"})
+    assert cfg.commands["twist"].lin_vel_x == (-0.5, 1.5)
+    assert cfg.rewards["velocity"].weights["alive"] == 2.0
+    assert cfg.observations["policy"].enable_corruption is False

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from unilab.config import parse_overrides
 from unilab.registry import make_manager_based_rl_env
@@ -58,6 +59,32 @@ def _raw_sample(env, steps: int) -> float:
     backend.set_state(torch.arange(env.num_envs, device=device), qpos, qvel)
     env.robot.invalidate()
     return seconds
+
+
+class _CountTorchCalls(TorchFunctionMode):
+    """Counts torch function calls: on a GPU each tensor op is a kernel launch, so this is
+    the number fusing reduces."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _torch_calls_per_step(env, action, steps: int = 10) -> float:
+    with _CountTorchCalls() as counter:
+        for _ in range(steps):
+            env.step(action)
+    return counter.calls / steps
+
+
+def _reward_ms(env, reps: int = 50) -> float:
+    """Reward manager alone on a frozen state (no physics noise in the figure)."""
+    reps_fn = lambda k: env.reward_manager.compute(env)
+    return 1e3 * _time_steps(env.device, reps, reps_fn) / reps
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -132,6 +159,13 @@ def run(args: argparse.Namespace) -> dict:
     profiler.disable()
     calls = pstats.Stats(profiler).total_calls / prof_steps
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
+    fusion = {"torch_calls_per_step_fused": _torch_calls_per_step(env, zeros)}
+    for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
+        if e is None:
+            continue
+        fusion[f"torch_calls_per_step_{name}"] = _torch_calls_per_step(e, zeros)
+        fusion[f"reward_compute_ms_{name}"] = min(_reward_ms(e) for _ in range(3))
+        e.flush_metrics()
 
     summary = {name: _stats(v) for name, v in rates.items()}
     raw_median = summary["raw"]["median"]
@@ -146,6 +180,8 @@ def run(args: argparse.Namespace) -> dict:
         "torch_threads": torch.get_num_threads(),
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
+        "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
+        "fusion": fusion,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -165,7 +201,9 @@ def _print(record: dict) -> None:
     if "fused_vs_unfused" in record["ratio_to_raw_median"]:
         print(f"  fused rewards vs unfused: {record['ratio_to_raw_median']['fused_vs_unfused']:.3f}x")
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))
+    print(f"  backend_step share of the env step (profiled pass): {record['backend_step_share_of_env_step']:.3f}")
     print(f"  python calls per env step: {record['python_calls_per_env_step']:.0f}")
+    print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
 
 
 def main(argv: list[str] | None = None) -> dict:

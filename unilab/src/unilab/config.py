@@ -136,8 +136,8 @@ def parse_overrides(overrides: Mapping[str, Any] | Iterable[str] | str | None) -
         return []
     if isinstance(overrides, str):
         overrides = overrides.split()
-    if isinstance(overrides, Mapping):
-        return list(overrides.items())
+    if isinstance(overrides, Mapping):  # string values (e.g. from a CLI) parse like "k=v" items
+        return [(k, _parse_value(v) if isinstance(v, str) else v) for k, v in overrides.items()]
     items = []
     for item in overrides:
         if not isinstance(item, str) or "=" not in item:

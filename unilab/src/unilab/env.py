@@ -153,7 +153,7 @@ class ManagerBasedRlEnv:
             self.recorder_manager.record(self)
         timer.stop("metrics_ms")
         timer.stop("step_total_ms")
-        timer.steps += 1
+        timer.tick()
         self.obs = obs
         info = {"final_obs": obs if final_obs is None else final_obs}
         return obs, reward, terminated, truncated, info

@@ -93,8 +93,13 @@ class PhaseTimer:
             else:
                 self.totals[name] = self.totals.get(name, 0.0) + (end - begin) * 1e3
 
+    def tick(self) -> None:
+        if self.enabled:
+            self.steps += 1
+
     def flush(self) -> dict[str, float]:
         if not self.enabled:
+            self.steps = 0
             return {}
         if self.pending:
             torch.cuda.synchronize()
