@@ -1,0 +1,48 @@
+"""60 seconds of CPU training on the real env (unilab, mujoco backend) must beat a random
+policy. Runs in `make test-all` (marker: slow)."""
+
+import pytest
+import torch
+
+from unilab_rl.cli.play import run_episodes
+from unilab_rl.cli.train import main as train_main
+
+unilab = pytest.importorskip("unilab")
+
+SMOKE_SECONDS = 60
+EVAL_EPISODES = 32
+
+
+class UniformRandomPolicy:
+    def __init__(self, action_dim: int, seed: int) -> None:
+        self.action_dim = action_dim
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def act(self, obs, deterministic):
+        return torch.rand(obs["policy"].shape[0], self.action_dim, generator=self.generator) * 2 - 1
+
+
+def evaluate(policy_factory):
+    env = unilab.make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=16, seed=123)
+    try:
+        return run_episodes(env, policy_factory(env), EVAL_EPISODES)
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+def test_sixty_seconds_of_cpu_training_beats_a_random_policy(tmp_path):
+    from unilab_rl.checkpoint import load_checkpoint
+    from unilab_rl.cli.play import load_policy
+
+    argv = ["--task", "g1_walk_flat", "--backend", "mujoco", "--algo", "fastsac", "--num-envs", "32",
+            "--seed", "0", "--minutes", str(SMOKE_SECONDS / 60), "--out", str(tmp_path / "run"), "--no-progress",
+            "--no-tensorboard", "batch_size=512", "learning_starts=1024", "updates_per_step=2",
+            "actor_width=128", "critic_width=256", "log_every=25"]
+    assert train_main(argv) == 0
+    document = load_checkpoint(tmp_path / "run" / "checkpoint.pt")
+
+    trained = evaluate(lambda env: load_policy(document, env))
+    random_policy = evaluate(lambda env: UniformRandomPolicy(env.action_dim, seed=0))
+    print(f"trained {trained}\nrandom  {random_policy}")
+    assert trained["return_mean"] > random_policy["return_mean"] + 0.5
