@@ -126,7 +126,7 @@ def main() -> None:
     record = {
         "benchmark": "mujoco adapter step vs raw mujoco.rollout", "model": model,
         "date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-        "cores": len(os.sched_getaffinity(0)), "mujoco": mujoco.__version__, "torch": torch.__version__,
+        "cores": len(os.sched_getaffinity(0)), "mujoco_version": mujoco.__version__, "torch_version": torch.__version__,
         "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                      text=True).stdout.strip(),
         "command": "python -m unisim.bench_mujoco " + " ".join(f"--{k.replace('_', '-')} {v}"
