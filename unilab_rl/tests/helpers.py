@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from fake_env import PointMassEnv
 from unilab_rl.algorithms import build_agent, build_config
 from unilab_rl.contract import EnvSpec

@@ -3,8 +3,6 @@ import math
 
 import pytest
 import torch
-
-from fake_env import PointMassEnv
 from helpers import tiny_agent
 from unilab_rl.networks.flash import UnitBatchNorm, UnitLinear, UnitRMSNorm
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
@@ -71,7 +69,7 @@ def test_flashsac_noise_is_held_for_its_repeat_length():
 
 
 def test_flashsac_reward_scale_tracks_the_return_spread():
-    env, _, agent = tiny_agent("flashsac")
+    _, _, agent = tiny_agent("flashsac")
     for _ in range(50):
         agent.observe({}, torch.full((8,), 10.0), torch.zeros(8, dtype=torch.bool), torch.zeros(8, dtype=torch.bool))
     # Returns approach 10 / (1 - gamma) = 1000; scaled returns must fit inside g_max.

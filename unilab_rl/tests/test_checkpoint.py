@@ -2,10 +2,14 @@ import signal
 
 import pytest
 import torch
-
 from fake_env import PointMassEnv
 from helpers import tiny_agent
-from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint, save_checkpoint
+from unilab_rl.checkpoint import (
+    CheckpointError,
+    check_same_task,
+    load_checkpoint,
+    save_checkpoint,
+)
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 
 

@@ -5,7 +5,6 @@ import json
 
 import pytest
 import torch
-
 from fake_env import PointMassEnv
 from helpers import TINY
 from unilab_rl.checkpoint import load_checkpoint

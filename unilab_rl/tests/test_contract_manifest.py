@@ -1,47 +1,57 @@
+"""contracts/env_runner/v1.json vs unilab_rl.contract: drift without a version bump fails."""
+
+import json
 import tomllib
 from pathlib import Path
 
+import pytest
 from unilab_rl.contract import ENV_RUNNER_CONTRACT_VERSION
-from unilab_rl.contract_surface import contract_surface, surface_digest
+from unilab_rl.contract_surface import contract_surface
 
 REPO = Path(__file__).resolve().parents[2]
-MANIFEST = REPO / "contracts" / "env_runner" / "v1.toml"
+MANIFEST_PATH = "contracts/env_runner/v1.json"
 
 
-def load_manifest():
-    return tomllib.loads(MANIFEST.read_text())
+def manifest():
+    return json.loads((REPO / MANIFEST_PATH).read_text())
 
 
-def test_manifest_lists_exactly_the_protocol_members():
-    manifest = load_manifest()["protocols"]
-    surface = contract_surface()
-    assert sorted(manifest) == sorted(surface)
-    for protocol, members in surface.items():
-        assert sorted(manifest[protocol]) == sorted(members), f"{protocol} members drifted from the manifest"
-        for name, signature in members.items():
-            assert manifest[protocol][name]["signature"] == signature, f"{protocol}.{name} signature drifted"
-            assert manifest[protocol][name]["semantics"].strip(), f"{protocol}.{name} has no semantics"
+def manifest_members(document, protocol):
+    members = dict(document["surface"]["classes"][protocol])
+    if protocol in document.get("call_signatures", {}):
+        members["__call__"] = document["call_signatures"][protocol]
+    return members
 
 
-def test_surface_digest_matches_the_one_recorded_for_this_version():
-    manifest = load_manifest()
-    assert manifest["contract"]["version"] == ENV_RUNNER_CONTRACT_VERSION
-    recorded = manifest["digests"].get(ENV_RUNNER_CONTRACT_VERSION)
-    assert recorded == surface_digest(), (
-        "the contract surface changed without a version bump: add a new version to [digests], "
-        "bump ENV_RUNNER_CONTRACT_VERSION and workspace.toml")
-    assert len(set(manifest["digests"].values())) == len(manifest["digests"]), "two versions share a surface"
+def test_every_protocol_member_is_in_the_manifest_with_its_signature_and_semantics():
+    document = manifest()
+    for protocol, members in contract_surface().items():
+        assert manifest_members(document, protocol) == members, f"{protocol} drifted from {MANIFEST_PATH}"
+        for name in members:
+            assert document["member_semantics"].get(f"{protocol}.{name}"), f"{protocol}.{name} has no semantics"
 
 
-def test_workspace_declares_the_same_env_runner_version():
+def test_versions_agree_between_code_manifest_and_workspace():
     workspace = tomllib.loads((REPO / "workspace.toml").read_text())
+    assert manifest()["version"] == ENV_RUNNER_CONTRACT_VERSION
     assert workspace["contracts"]["env_runner"]["version"] == ENV_RUNNER_CONTRACT_VERSION
     assert workspace["members"]["unilab_rl"]["consumes"]["env_runner"] == ENV_RUNNER_CONTRACT_VERSION
 
 
-def test_drift_is_detected_when_a_member_changes(monkeypatch):
+def gate_entry():
+    return {"manifest": MANIFEST_PATH, "version": ENV_RUNNER_CONTRACT_VERSION}
+
+
+def test_workspace_gate_finds_no_drift_and_the_released_hash():
+    gates = pytest.importorskip("unilab_gates.manifests")
+    assert gates.check_contract("env_runner", gate_entry(), REPO) == []
+
+
+def test_a_changed_member_is_reported_as_drift(monkeypatch):
+    gates = pytest.importorskip("unilab_gates.manifests")
     from unilab_rl import contract
 
-    before = surface_digest()
     monkeypatch.setitem(vars(contract.RunnerEnv)["__annotations__"], "num_envs", "float")
-    assert surface_digest() != before
+    errors = gates.check_contract("env_runner", gate_entry(), REPO)
+    assert errors and "drift" in errors[0]
+    assert manifest_members(manifest(), "RunnerEnv") != contract_surface()["RunnerEnv"]

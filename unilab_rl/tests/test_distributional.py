@@ -2,7 +2,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
 
 

@@ -1,6 +1,5 @@
 import pytest
 import torch
-
 from unilab_rl.replay import ReplayBuffer
 
 GAMMA = 0.5
@@ -76,6 +75,7 @@ def test_ring_wraps_and_keeps_windows_in_time_order():
     assert set(batch.obs["policy"][:, 0].tolist()) == {2.0, 3.0, 4.0, 5.0}
     reward, discount, next_obs = sample_start(buffer, 3.0, 256)
     assert reward == pytest.approx(8 + 0.5 * 16)
+    assert discount == pytest.approx(GAMMA**2)
     assert next_obs == 4.5
 
 

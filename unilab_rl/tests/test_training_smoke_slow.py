@@ -3,7 +3,6 @@ policy. Runs in `make test-all` (marker: slow)."""
 
 import pytest
 import torch
-
 from unilab_rl.cli.play import run_episodes
 from unilab_rl.cli.train import main as train_main
 

@@ -12,6 +12,7 @@ Atomic: written to a temporary file in the destination directory, flushed and fs
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import tempfile
 from pathlib import Path
@@ -23,6 +24,10 @@ from unilab_rl.contract import ENV_RUNNER_CONTRACT_VERSION
 
 CHECKPOINT_FORMAT = "unilab_rl.checkpoint"
 CHECKPOINT_FORMAT_VERSION = 1
+# What torch.load raises for truncated, foreign or tampered files (seen: UnpicklingError for
+# random bytes, RuntimeError for a damaged zip, EOFError for an empty file).
+CORRUPT_FILE_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, KeyError,
+                       TypeError, AttributeError, IndexError)
 REQUIRED_KEYS = ("task", "backend", "env_overrides", "algo", "algo_config", "spec", "agent", "counters", "rng")
 
 
@@ -77,7 +82,7 @@ def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dic
     try:
         # weights_only: a checkpoint is data; refuse anything that would run code on load.
         document = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as error:  # torch raises many types for a corrupt or foreign file
+    except CORRUPT_FILE_ERRORS as error:
         raise CheckpointError(f"checkpoint {path} is corrupt or not a unilab_rl checkpoint ({error})") from None
     if not isinstance(document, dict) or document.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint {path} is not a unilab_rl checkpoint (no {CHECKPOINT_FORMAT!r} marker)")

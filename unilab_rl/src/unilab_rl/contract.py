@@ -28,6 +28,12 @@ import torch
 
 ENV_RUNNER_CONTRACT_VERSION = "1.0.0"
 
+__all__ = [
+    "CRITIC_GROUP", "ENV_RUNNER_CONTRACT_VERSION", "INFO_FINAL_OBS", "INFO_LOG", "POLICY_GROUP", "REQUIRED_GROUPS",
+    "ContractViolation", "EnvFactory", "EnvSpec", "OffPolicyAgent", "ReplayBatch", "RunnerEnv",
+    "check_observation", "check_step_output",
+]
+
 POLICY_GROUP = "policy"
 CRITIC_GROUP = "critic"
 REQUIRED_GROUPS = (POLICY_GROUP, CRITIC_GROUP)

@@ -1,15 +1,12 @@
-"""The env<->runner contract's surface as data, for the manifest drift check.
+"""The env<->runner Protocols' members as data, for the manifest check.
 
-The surface is every public member of each Protocol in ``unilab_rl.contract``: attributes
-with their annotation, methods with their signature. Its SHA-256 is recorded per version in
-contracts/env_runner/v1.toml, so changing a member without adding a new version fails.
+``unilab_gates.manifests`` checks the public surface and the released hash; it skips dunder
+members, so ``EnvFactory.__call__`` (the injected factory's signature) is covered here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 
 from unilab_rl import contract
 
@@ -18,7 +15,7 @@ PROTOCOLS = {"RunnerEnv": contract.RunnerEnv, "EnvFactory": contract.EnvFactory,
 
 
 def protocol_members(protocol: type) -> dict[str, str]:
-    """Member name -> "attribute: <annotation>" or "method<signature>"."""
+    """Member name -> "attribute: <annotation>" or "method<signature>" (``__call__`` included)."""
     members = {name: f"attribute: {annotation}"
                for name, annotation in vars(protocol).get("__annotations__", {}).items()}
     for name, value in vars(protocol).items():
@@ -29,8 +26,3 @@ def protocol_members(protocol: type) -> dict[str, str]:
 
 def contract_surface() -> dict[str, dict[str, str]]:
     return {name: protocol_members(protocol) for name, protocol in PROTOCOLS.items()}
-
-
-def surface_digest() -> str:
-    canonical = json.dumps(contract_surface(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -16,8 +16,20 @@ import torch
 from pydantic import Field
 
 from unilab_rl.algo_config import OffPolicyConfig
-from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvSpec, Observation, ReplayBatch
-from unilab_rl.learner import GradientHook, autocast_context, frozen, optimizer_step, polyak_update
+from unilab_rl.contract import (
+    CRITIC_GROUP,
+    POLICY_GROUP,
+    EnvSpec,
+    Observation,
+    ReplayBatch,
+)
+from unilab_rl.learner import (
+    GradientHook,
+    autocast_context,
+    frozen,
+    optimizer_step,
+    polyak_update,
+)
 from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
 from unilab_rl.networks.squashed_gaussian import squashed_sample

@@ -27,7 +27,13 @@ import torch
 from pydantic import Field
 
 from unilab_rl.algo_config import OffPolicyConfig
-from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvSpec, Observation, ReplayBatch
+from unilab_rl.contract import (
+    CRITIC_GROUP,
+    POLICY_GROUP,
+    EnvSpec,
+    Observation,
+    ReplayBatch,
+)
 from unilab_rl.learner import (
     GradientHook,
     autocast_context,
@@ -37,8 +43,15 @@ from unilab_rl.learner import (
     polyak_update,
 )
 from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
-from unilab_rl.networks.flash import FlashActor, FlashCriticEnsemble, project_to_unit_norm
-from unilab_rl.networks.squashed_gaussian import gaussian_entropy_for_std, squashed_sample
+from unilab_rl.networks.flash import (
+    FlashActor,
+    FlashCriticEnsemble,
+    project_to_unit_norm,
+)
+from unilab_rl.networks.squashed_gaussian import (
+    gaussian_entropy_for_std,
+    squashed_sample,
+)
 from unilab_rl.normalizers import ReturnScaler, resized_return_state
 
 
@@ -72,7 +85,7 @@ class FlashSAC:
         action_dim = spec.action_dim
 
         self.actor = FlashActor(actor_dim, action_dim, config.actor_width, config.actor_blocks).to(device)
-        make_critic = lambda: FlashCriticEnsemble(  # noqa: E731 - two identical constructions
+        make_critic = lambda: FlashCriticEnsemble(
             critic_dim, action_dim, config.critic_width, config.critic_blocks,
             config.critic_ensemble, config.critic_bins,
         ).to(device)

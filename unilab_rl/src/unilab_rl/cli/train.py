@@ -121,7 +121,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         spec = EnvSpec.from_env(env)
         apply_thread_policy(spec.device, args.torch_threads)
         agent = build_agent(args.algo, spec, plan["algo_config"], spec.device)
-        from unilab_rl.cli.metrics_sink import TrainingSink  # tensorboard import only when training
+        from unilab_rl.cli.metrics_sink import (
+            TrainingSink,  # tensorboard import only when training
+        )
 
         header = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                   "device": str(spec.device), "seed": args.seed, "algo_config": plan["algo_config"].model_dump(),

@@ -50,13 +50,16 @@ class UnitBatchNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Statistics in float32 even under bf16 autocast: a 16-bit variance of a large batch
+        # loses most of its digits.
+        x = x.float()
         if self.training:
             mean = x.mean(dim=1, keepdim=True)
             # Written out: torch.var over the middle axis is ~5x slower on CPU.
             var = (x - mean).square().mean(dim=1, keepdim=True)
             with torch.no_grad():
-                self.running_mean.lerp_(mean.float(), self.momentum)
-                self.running_var.lerp_(var.float(), self.momentum)
+                self.running_mean.lerp_(mean, self.momentum)
+                self.running_var.lerp_(var, self.momentum)
         else:
             mean, var = self.running_mean, self.running_var
         return (x - mean) * torch.rsqrt(var + self.eps) * self.scale + self.bias
@@ -146,8 +149,9 @@ class FlashActor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.trunk(obs.unsqueeze(0))
-        mean = self.mean_head(h)[0]
-        squashed = torch.tanh(self.log_std_head(h)[0])
+        # Sampling and log-probabilities need float32; the heads may run in bf16 under autocast.
+        mean = self.mean_head(h)[0].float()
+        squashed = torch.tanh(self.log_std_head(h)[0].float())
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (squashed + 1.0)
         return mean, log_std
 

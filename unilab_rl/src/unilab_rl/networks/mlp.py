@@ -35,7 +35,8 @@ class GaussianActor(nn.Module):
         nn.init.zeros_(final.bias)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, raw_log_std = self.net(obs).split(self.action_dim, dim=-1)
+        # Sampling and log-probabilities need float32; the net may run in bf16 under autocast.
+        mean, raw_log_std = self.net(obs).float().split(self.action_dim, dim=-1)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(raw_log_std) + 1.0)
         return mean, log_std
 
