@@ -32,6 +32,10 @@ register_task("test_controlled", _controlled)
 NUM_ENVS = 4
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running tests (genesis builds), run by make test-all")
+
+
 @pytest.fixture
 def make_env():
     made = []

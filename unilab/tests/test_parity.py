@@ -1,5 +1,5 @@
-"""Cross-backend parity: the same owner config on mujoco and mjwarp computes the same
-observations and rewards from the same state (CPU)."""
+"""Cross-backend parity: the same owner config on mujoco and on mjwarp / genesis computes
+the same observations and rewards from the same state (CPU)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,13 @@ def qvel_width(env):
     return env.robot.inventory.widths.nv
 
 
-def test_mujoco_and_mjwarp_agree_on_observations_and_rewards(make_env):
-    pytest.importorskip("mujoco_warp")
+@pytest.mark.parametrize(("other", "sdk"), [("mjwarp", "mujoco_warp"),
+                                           pytest.param("genesis", "genesis", marks=pytest.mark.slow)])
+def test_mujoco_and_other_backend_agree_on_observations_and_rewards(make_env, other, sdk):
+    pytest.importorskip(sdk)
     overrides = ["observations.policy.enable_corruption=false"]
     envs = [make_env(task="g1_walk_flat_unfused", backend=b, seed=5, overrides=overrides)
-            for b in ("mujoco", "mjwarp")]
+            for b in ("mujoco", other)]
     results = []
     for env in envs:
         qpos, qvel = _common_state(env)
