@@ -30,17 +30,20 @@ class ManagerBasedRlEnv:
     3. commands: timers tick, expired rows resample (masked, no row list);
     4. terminations: ``terminated`` (terminal terms) vs ``truncated`` (time-out terms);
     5. rewards: weighted terms on the post-physics, pre-reset state; episode sums;
-    6. done rows = terminated | truncated, gathered on device (the step's one host sync:
+    6. final observations: every group on the post-physics, pre-reset state (history not
+       advanced), returned as ``info["final_obs"]`` (done rows are the meaningful ones). It
+       is computed before the row gathering so that on a DEVICE plane its kernels queue
+       behind physics instead of after the sync;
+    7. done rows = terminated | truncated, gathered on device (the step's one host sync:
        the contract's ``set_state`` needs a row count), plus rows hit by interval events;
-    7. final observations of done rows: the observation groups on the pre-reset state
-       (history not advanced), returned as ``info["final_obs"]``;
     8. ONE reset transaction: curriculum, then per-manager bookkeeping for done rows
        (episode sums logged, actions zeroed, commands resampled, history marked), every
        reset-mode event writes into the transaction's qpos/qvel, interval events
        (pushes) write their rows after them, then ONE ``backend.set_state`` call. The
        contract makes the written rows' views authoritative on return; nothing re-steps
        physics;
-    9. observations of the post-reset state (done rows show their new episode);
+    9. observations of the post-reset state (done rows show their new episode); when no
+       row was written this step, the observations of step 6 are reused;
     10. metrics: accumulate on device (flushed by ``flush_metrics``), recorders.
 
     Ended envs reset inside ``step``; ``obs`` is post-reset. Construction performs a full
@@ -131,21 +134,24 @@ class ManagerBasedRlEnv:
         timer.stop("update_state_ms")
 
         timer.start("reset_done_ms")
+        final_obs = self.observation_manager.compute(self, commit=False)
         if pushed is None:
             reset_rows, interval_rows = done.nonzero().squeeze(1), self._no_rows  # the one host sync
         else:
             pushed = pushed & ~done
             reset_rows, interval_rows = done.nonzero().squeeze(1), pushed.nonzero().squeeze(1)
-        final_obs = None
-        if reset_rows.numel():
-            final_obs = self.observation_manager.compute(self, commit=False)
         self.curriculum_manager.update(self)
-        if reset_rows.numel() or interval_rows.numel():
+        changed = bool(reset_rows.numel() or interval_rows.numel())  # host-known shapes: no sync
+        if changed:
             self._transact(reset_rows, interval_rows, log=True)
         timer.stop("reset_done_ms")
 
         timer.start("observation_ms")
-        obs = self.observation_manager.compute(self)
+        if changed:
+            obs = self.observation_manager.compute(self)
+        else:  # no row was written: the final observations are this step's observations
+            self.observation_manager.commit_last()
+            obs = final_obs
         timer.stop("observation_ms")
         timer.start("metrics_ms")
         self.metric_manager.on_step(self, vel_err)
@@ -155,7 +161,7 @@ class ManagerBasedRlEnv:
         timer.stop("step_total_ms")
         timer.tick()
         self.obs = obs
-        info = {"final_obs": obs if final_obs is None else final_obs}
+        info = {"final_obs": final_obs}
         return obs, reward, terminated, truncated, info
 
     def flush_metrics(self) -> dict[str, float]:

@@ -63,10 +63,15 @@ class _Group:
         # A fresh (just reset) row repeats its first frame over the whole history.
         shifted = torch.cat((self.buffer[:, 1:], x.unsqueeze(1)), dim=1)
         stacked = torch.where(self.fresh[:, None, None], x.unsqueeze(1).expand_as(shifted), shifted)
+        self.last_stacked = stacked
         if commit:
-            self.buffer.copy_(stacked)
-            self.fresh.zero_()
+            self.commit_last()
         return stacked.reshape(x.shape[0], self.dim)
+
+    def commit_last(self) -> None:
+        if self.history > 1:
+            self.buffer.copy_(self.last_stacked)
+            self.fresh.zero_()
 
     def reset(self, rows: torch.Tensor) -> None:
         if self.history > 1:
@@ -85,6 +90,12 @@ class ObservationManager:
         """All groups for the current state; ``commit=False`` (final observations of rows
         about to reset) leaves the history buffers as they were."""
         return {g.name: g.compute(env, commit) for g in self.groups}
+
+    def commit_last(self) -> None:
+        """Adopt the last ``commit=False`` result as this step's observation (nothing was
+        written since), advancing histories without recomputing."""
+        for g in self.groups:
+            g.commit_last()
 
     def reset(self, rows: torch.Tensor) -> None:
         for g in self.groups:
