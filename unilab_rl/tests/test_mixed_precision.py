@@ -3,7 +3,6 @@ mismatches (scatter, gather, BatchNorm statistics) before a GPU run does."""
 
 import pytest
 import torch
-
 import unilab_rl.fastsac
 import unilab_rl.flashsac
 from helpers import tiny_agent

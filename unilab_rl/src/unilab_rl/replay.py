@@ -108,7 +108,7 @@ class ReplayBuffer:
         env = torch.randint(0, self.num_envs, (candidates,), device=self.device, generator=generator)
         oldest = (self.write_index - self.size) % self.capacity
         start = (oldest + age) % self.capacity
-        order = torch.argsort((~self.valid[start, env]).to(torch.int8), stable=True)[:batch_size]
+        order = torch.argsort((~self.valid[start, env]).float(), stable=True)[:batch_size]
         age, env, start = age[order], env[order], start[order]
 
         ret = torch.zeros(batch_size, device=self.device)

@@ -23,6 +23,7 @@ import torch
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
+from unilab_rl.cli.train import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 
@@ -80,6 +81,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
                   overrides=split.env)
     try:
         spec = EnvSpec.from_env(env)
+        apply_thread_policy(spec.device, None)
         agent = build_agent(args.algo, spec, config, spec.device)
         runner = OffPolicyRunner(env, agent, config, RunIdentity(args.task, args.backend, args.algo, 0), None,
                                  runner_config=runner_config)

@@ -15,6 +15,7 @@ import torch
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
+from unilab_rl.cli.train import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
 
 EXIT_BAD_INPUT = 2
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_policy(document: dict[str, Any], env: RunnerEnv) -> Any:
     spec = EnvSpec.from_env(env)
+    apply_thread_policy(spec.device, None)
     trained = document["spec"]
     if dict(trained["observation_spec"]) != spec.observation_spec or trained["action_dim"] != spec.action_dim:
         raise CheckpointError(
