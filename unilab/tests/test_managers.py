@@ -64,3 +64,21 @@ def test_empty_managers_cost_nothing(make_env):
     assert not env.event_manager.reset_terms and not env.event_manager.interval_terms
     assert env.event_manager.tick_interval(env, env.step_dt) is None
     env.step(torch.zeros(N, env.action_dim))
+
+
+def test_reset_yaw_is_a_rotation_about_world_z_of_the_keyframe_orientation(make_env):
+    from unilab import math as lm
+    from unilab.managers.event import StateTransaction
+    from unilab.terms.events import reset_root_yaw
+
+    env = make_env()
+    q0 = torch.nn.functional.normalize(torch.tensor([[0.9, 0.1, -0.2, 0.3]]), dim=1).expand(N, 4)
+    qpos = env.default_qpos.expand(N, -1).clone()
+    qpos[:, 3:7] = q0
+    txn = StateTransaction(torch.arange(N), N, qpos, env.default_qvel.expand(N, -1).clone())
+    state = env.rng.get_state()
+    reset_root_yaw(env, txn, yaw_range=(-3.0, 3.0))
+    env.rng.set_state(state)
+    yaw = -3.0 + 6.0 * torch.rand((N, 1), generator=env.rng)
+    expected = lm.quat_mul(lm.quat_from_yaw(yaw[:, 0]), q0)
+    assert torch.allclose(txn.qpos[:, 3:7], expected, atol=1e-6)

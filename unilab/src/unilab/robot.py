@@ -111,8 +111,10 @@ class RobotState:
             self._slices = {
                 "root_pos_w": views.qpos[:, a:a + 3], "root_quat_w": views.qpos[:, a + 3:a + 7],
                 "root_lin_vel_w": views.qvel[:, b:b + 3], "root_ang_vel_b": views.qvel[:, b + 3:b + 6],
-                "joint_pos": views.qpos[:, self.joint_qpos_index], "joint_vel": views.qvel[:, self.joint_qvel_index],
             }
+            if isinstance(self.joint_qpos_index, slice) and isinstance(self.joint_qvel_index, slice):
+                self._slices["joint_pos"] = views.qpos[:, self.joint_qpos_index]
+                self._slices["joint_vel"] = views.qvel[:, self.joint_qvel_index]
         self._fresh = True
 
     @property
@@ -130,13 +132,11 @@ class RobotState:
     def _slice(self, key: str) -> torch.Tensor:
         if not self._fresh:
             self._refresh()
-        if key.startswith("joint_") and not isinstance(self.joint_qpos_index, slice):
-            return self._get(key, lambda: self._slices_fresh(key))  # a gather is a copy: once per state
-        return self._slices[key]
-
-    def _slices_fresh(self, key: str) -> torch.Tensor:
-        v = self._views
-        return v.qpos[:, self.joint_qpos_index] if key == "joint_pos" else v.qvel[:, self.joint_qvel_index]
+        view = self._slices.get(key)
+        if view is None:  # non-contiguous joints: a gather is a copy, made once per state
+            view = self._get(key, lambda: (self._views.qpos[:, self.joint_qpos_index] if key == "joint_pos"
+                                           else self._views.qvel[:, self.joint_qvel_index]))
+        return view
 
     @property
     def qpos(self) -> torch.Tensor:

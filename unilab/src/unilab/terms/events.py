@@ -7,49 +7,55 @@ from __future__ import annotations
 
 import torch
 
-from unilab import math as lm
+
+def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
+    """U(lo, hi) of ``shape``; lo/hi are floats or tensors broadcasting to it."""
+    return lo + (hi - lo) * torch.rand(shape, generator=env.rng, device=env.device)
 
 
-def _uniform(env, n: int, lo, hi) -> torch.Tensor:
-    lo = torch.as_tensor(lo, dtype=torch.float32, device=env.device)
-    hi = torch.as_tensor(hi, dtype=torch.float32, device=env.device)
-    return lo + (hi - lo) * torch.rand((n,) + tuple(lo.shape), generator=env.rng, device=env.device)
+# Yaw-about-z quaternion (c, 0, 0, s) times q = c * q + s * (-z, -y, x, w): the Hamilton
+# product specialized, 5 ops instead of a general quaternion product's ~30.
+_YAW_PERM = [3, 2, 1, 0]
 
 
 def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159)) -> None:
     """Random heading about world z, composed with the keyframe's base orientation."""
-    n = txn.num_reset
     a = env.robot.root_qpos_adr
-    yaw = _uniform(env, n, yaw_range[0], yaw_range[1])
+    half = 0.5 * _uniform(env, (txn.num_reset, 1), yaw_range[0], yaw_range[1])
     q = txn.reset_qpos[:, a + 3:a + 7]
-    txn.reset_qpos[:, a + 3:a + 7] = lm.quat_mul(lm.quat_from_yaw(yaw), q)
+    sign = torch.tensor([-1.0, -1.0, 1.0, 1.0], device=q.device)
+    txn.reset_qpos[:, a + 3:a + 7] = q * torch.cos(half) + q[:, _YAW_PERM] * sign * torch.sin(half)
 
 
 def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0.1),
                         velocity_range: tuple[float, float] = (0.0, 0.0)) -> None:
     """Uniform offsets on actuated joint positions (kept inside the joint range) and velocities."""
     n, robot = txn.num_reset, env.robot
-    j = len(robot.joint_names)
-    qpos = txn.reset_qpos[:, robot.joint_qpos_index] + _uniform(env, n, [position_range[0]] * j,
-                                                               [position_range[1]] * j)
+    shape = (n, len(robot.joint_names))
+    qpos = txn.reset_qpos[:, robot.joint_qpos_index] + _uniform(env, shape, *position_range)
     lim = robot.joint_limits
     txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(qpos, lim[:, 0], lim[:, 1])
-    if velocity_range != (0.0, 0.0):
-        txn.reset_qvel[:, robot.joint_qvel_index] += _uniform(env, n, [velocity_range[0]] * j,
-                                                              [velocity_range[1]] * j)
+    if tuple(velocity_range) != (0.0, 0.0):
+        txn.reset_qvel[:, robot.joint_qvel_index] += _uniform(env, shape, *velocity_range)
 
 
-def push_by_velocity(env, txn, fired, velocity_range: dict[str, tuple[float, float]] | None = None) -> None:
+class push_by_velocity:
     """Add a random base twist (x y z roll pitch yaw; linear world-frame, angular body-frame
-    as in the free joint's qvel) to the rows where the event fired."""
-    rng = velocity_range or {}
-    keys = ("x", "y", "z", "roll", "pitch", "yaw")
-    lo = [rng.get(k, (0.0, 0.0))[0] for k in keys]
-    hi = [rng.get(k, (0.0, 0.0))[1] for k in keys]
-    n0, n = txn.num_reset, txn.rows.numel()
-    a = env.robot.root_qvel_adr
-    delta = _uniform(env, n - n0, lo, hi) * fired.unsqueeze(1)
-    txn.qvel[n0:, a:a + 6] += delta
+    as in the free joint's qvel) to the interval rows where the event fired."""
+
+    def __init__(self, cfg, env) -> None:
+        rng = cfg.params.get("velocity_range") or {}
+        keys = ("x", "y", "z", "roll", "pitch", "yaw")
+        unknown = set(rng) - set(keys)
+        if unknown:
+            raise ValueError(f"velocity_range: unknown axes {sorted(unknown)}; valid: {list(keys)}")
+        self.lo = torch.tensor([rng.get(k, (0.0, 0.0))[0] for k in keys], device=env.device)
+        self.hi = torch.tensor([rng.get(k, (0.0, 0.0))[1] for k in keys], device=env.device)
+
+    def __call__(self, env, txn, fired) -> None:
+        n0, n = txn.num_reset, txn.rows.numel()
+        a = env.robot.root_qvel_adr
+        txn.qvel[n0:, a:a + 6] += _uniform(env, (n - n0, 6), self.lo, self.hi) * fired.unsqueeze(1)
 
 
 class _ModelFieldEvent:
@@ -75,7 +81,7 @@ class randomize_friction(_ModelFieldEvent):
         rows = self.rows(env, txn)
         lo, hi = self.params.get("range", (0.5, 1.25))
         values = self.default.index_select(0, rows).clone()
-        factor = _uniform(env, rows.numel(), lo, hi)
+        factor = _uniform(env, (rows.numel(),), lo, hi)
         geoms = self.params.get("geoms")
         cols = slice(None) if geoms is None else list(geoms)
         values[:, cols, 0] = values[:, cols, 0] * factor[:, None]
@@ -95,6 +101,5 @@ class randomize_body_mass(_ModelFieldEvent):
         rows = self.rows(env, txn)
         lo, hi = self.params.get("range", (0.9, 1.1))
         values = self.default.index_select(0, rows).clone()
-        values[:, self.bodies] = values[:, self.bodies] * _uniform(env, rows.numel(), [lo] * len(self.bodies),
-                                                                   [hi] * len(self.bodies))
+        values[:, self.bodies] = values[:, self.bodies] * _uniform(env, (rows.numel(), len(self.bodies)), lo, hi)
         env.backend.set_model_field(self.field, rows, values)

@@ -38,6 +38,7 @@ class FeetState:
         self.air_time = torch.zeros(n, f, device=env.device)
         self.contact_time = torch.zeros(n, f, device=env.device)
         self._step = -1
+        self._last_reset = None
 
     @property
     def contact(self):
@@ -56,6 +57,9 @@ class FeetState:
         return env.robot.body_lin_vel_w[:, self.idx, :2]
 
     def reset(self, rows: torch.Tensor) -> None:
+        if rows is self._last_reset:  # several terms share this state: reset it once
+            return
+        self._last_reset = rows
         self.air_time.index_fill_(0, rows, 0.0)
         self.contact_time.index_fill_(0, rows, 0.0)
 
