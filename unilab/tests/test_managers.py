@@ -67,9 +67,10 @@ def test_empty_managers_cost_nothing(make_env):
 
 
 def test_reset_yaw_is_a_rotation_about_world_z_of_the_keyframe_orientation(make_env):
-    from unilab import math as lm
     from unilab.managers.event import StateTransaction
     from unilab.terms.events import reset_root_yaw
+
+    from unilab import math as lm
 
     env = make_env()
     q0 = torch.nn.functional.normalize(torch.tensor([[0.9, 0.1, -0.2, 0.3]]), dim=1).expand(N, 4)
