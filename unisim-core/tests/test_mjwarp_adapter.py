@@ -1,0 +1,231 @@
+"""mjwarp adapter behaviour beyond the conformance suite (warp's CPU device, small num_envs)."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+import unisim
+from unisim import ContractViolation, DataPlane, Feature, ResetPublication
+from unisim.adapters import mjwarp
+
+pytest.importorskip("mujoco_warp")
+
+N = 4
+
+# The built-in model plus one sensor of every kind the adapter declares, on sites, bodies,
+# geoms and a ball joint, so each declared kind is pinned against MuJoCo C.
+ALL_KINDS_SENSORS = """
+  <sensor>
+    <gyro site="imu"/> <velocimeter site="imu"/> <jointpos joint="left_knee"/> <jointvel joint="left_hip"/>
+    <ballquat joint="wrist"/> <ballangvel joint="wrist"/>
+    <framepos objtype="site" objname="imu"/> <framequat objtype="body" objname="left_leg"/>
+    <framexaxis objtype="geom" objname="left_foot_geom"/> <frameyaxis objtype="xbody" objname="left_foot"/>
+    <framezaxis objtype="site" objname="imu"/> <framelinvel objtype="site" objname="imu"/>
+    <frameangvel objtype="body" objname="left_foot"/>
+    <subtreecom body="torso"/> <subtreelinvel body="torso"/> <subtreeangmom body="torso"/> <clock/>
+  </sensor>"""
+
+
+def all_kinds_model(builtin: str) -> str:
+    xml = open(builtin).read()
+    head, _, rest = xml.partition("<sensor>")
+    _, _, tail = rest.partition("</sensor>")
+    xml = head + ALL_KINDS_SENSORS + tail
+    return xml.replace('<body name="right_leg"', '<body name="hand" pos="0.1 0 0.06"><joint name="wrist" type="ball"/>'
+                       '<geom type="sphere" size="0.03" mass="0.2"/></body>\n      <body name="right_leg"', 1)
+
+
+def random_state(model: mujoco.MjModel, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    qpos = np.tile(model.qpos0, (n, 1))
+    for j in range(model.njnt):
+        a = model.jnt_qposadr[j]
+        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            qpos[:, a:a + 3] = [0.1, -0.2, 0.7] + 0.05 * rng.standard_normal((n, 3))
+            quat = rng.standard_normal((n, 4))
+            qpos[:, a + 3:a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        elif model.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:
+            quat = rng.standard_normal((n, 4))
+            qpos[:, a:a + 4] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        else:
+            qpos[:, a] = rng.uniform(-0.5, 0.5, n)
+    qvel = 0.5 * rng.standard_normal((n, model.nv))
+    return torch.tensor(qpos, dtype=torch.float32), torch.tensor(qvel, dtype=torch.float32)
+
+
+def mj_reference(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor) -> dict[str, np.ndarray]:
+    """mj_forward of each row: body poses, body-origin velocities (mjOBJ_XBODY), sensordata."""
+    data = mujoco.MjData(model)
+    out: dict[str, list] = {"body_pos_w": [], "body_quat_w": [], "body_lin_vel_w": [], "body_ang_vel_w": [],
+                            "sensordata": []}
+    res = np.zeros(6)
+    for q, v in zip(qpos.double().numpy(), qvel.double().numpy(), strict=True):
+        data.qpos[:], data.qvel[:] = q, v
+        mujoco.mj_forward(model, data)
+        lin, ang = [], []
+        for b in range(model.nbody):
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, b, res, 0)
+            ang.append(res[:3].copy())
+            lin.append(res[3:].copy())
+        for key, value in (("body_pos_w", data.xpos), ("body_quat_w", data.xquat), ("body_lin_vel_w", lin),
+                           ("body_ang_vel_w", ang), ("sensordata", data.sensordata)):
+            out[key].append(np.array(value, dtype=np.float64))
+    return {k: np.stack(v) for k, v in out.items()}
+
+
+def assert_views_match(views: unisim.BackendViews, rows: torch.Tensor, ref: dict[str, np.ndarray],
+                       tol: float = 2e-5) -> None:
+    for key, want in ref.items():
+        got = getattr(views, key)[rows].double().cpu().numpy()
+        if key == "body_quat_w":  # q and -q are one rotation
+            err = np.minimum(np.abs(got - want).max(-1), np.abs(got + want).max(-1)).max()
+        else:
+            err = np.abs(got - want).max() if want.size else 0.0
+        assert err < tol, f"{key} differs from mj_forward by {err}"
+
+
+@pytest.fixture(scope="module")
+def backend(builtin_model):
+    b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=N, device="cpu")
+    yield b
+    b.close()
+
+
+def test_declares_a_device_plane_with_immediate_publication(backend):
+    caps = backend.capabilities
+    assert caps.data_plane is DataPlane.DEVICE
+    assert caps.selected_reset_publication is ResetPublication.IMMEDIATE
+    assert caps.device == torch.device("cpu")
+    assert not caps.has(Feature.GRAPH_CAPTURE), "GRAPH_CAPTURE is a CUDA-graph promise"
+    assert caps.sensor_kinds == mjwarp.SENSOR_KINDS
+    assert backend.diagnostics()["step_mode"] in ("cpu_graph", "eager")
+
+
+def test_views_are_the_same_memory_after_step_and_set_state(backend):
+    views = backend.views()
+    ptrs = {k: getattr(views, k).data_ptr() for k in ("qpos", "qvel", "body_pos_w", "body_lin_vel_w", "sensordata")}
+    backend.step(torch.zeros(N, 3), 2)
+    qpos, qvel = random_state(mujoco.MjModel.from_xml_path(str(unisim.conformance.BUILTIN_MODEL)), 1, 0)
+    backend.set_state(torch.tensor([2]), qpos, qvel)
+    assert backend.views() is views
+    assert {k: getattr(views, k).data_ptr() for k in ptrs} == ptrs
+
+
+def test_views_after_step_describe_the_stepped_state(backend, builtin_model):
+    # mjw.step leaves xpos/sensors at the pre-integration state; the adapter's publish pass
+    # must make every view agree with the qpos/qvel it publishes.
+    model = mujoco.MjModel.from_xml_path(builtin_model)
+    backend.set_state(torch.arange(N), *random_state(model, N, 1))
+    backend.step(0.3 * torch.ones(N, 3), 3)
+    views = backend.views()
+    assert_views_match(views, torch.arange(N), mj_reference(model, views.qpos.clone(), views.qvel.clone()))
+
+
+def test_set_state_matches_mujoco_for_every_declared_sensor_kind(builtin_model):
+    xml = all_kinds_model(builtin_model)
+    model = mujoco.MjModel.from_xml_string(xml)
+    kinds = {unisim.mjcf.sensor_kind(model, s) for s in range(model.nsensor)}
+    assert kinds == mjwarp.SENSOR_KINDS, "the pinned model must cover every declared kind"
+    b = unisim.create_backend("mjwarp", model=xml, num_envs=3, device="cpu")
+    try:
+        rows = torch.tensor([0, 2])
+        qpos, qvel = random_state(model, 2, 2)
+        b.step(torch.zeros(3, 3), 1)  # nonzero time, so the clock sensor shows the reset too
+        b.set_state(rows, qpos, qvel)
+        assert_views_match(b.views(), rows, mj_reference(model, qpos, qvel))
+    finally:
+        b.close()
+
+
+def test_set_state_leaves_other_rows_bitwise_untouched(backend, builtin_model):
+    # The publish kernels recompute every world; rows not written must come out identical.
+    model = mujoco.MjModel.from_xml_path(builtin_model)
+    backend.set_state(torch.arange(N), *random_state(model, N, 3))
+    backend.step(torch.zeros(N, 3), 2)
+    views = backend.views()
+    before = {k: getattr(views, k).clone() for k in ("qpos", "qvel", "body_pos_w", "body_quat_w",
+                                                       "body_lin_vel_w", "body_ang_vel_w", "sensordata")}
+    steps = backend.diagnostics()["physics_steps"]
+    backend.set_state(torch.tensor([1]), *random_state(model, 1, 4))
+    assert backend.diagnostics()["physics_steps"] == steps
+    others = torch.tensor([0, 2, 3])
+    for key, value in before.items():
+        assert torch.equal(getattr(views, key)[others], value[others]), key
+        assert not torch.equal(getattr(views, key)[1], value[1]), key
+
+
+def test_graph_replay_and_eager_stepping_agree(builtin_model):
+    model = mujoco.MjModel.from_xml_path(builtin_model)
+    state = random_state(model, 2, 5)
+    results = []
+    for graph in (True, False):
+        b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu", graph=graph)
+        b.set_state(torch.arange(2), *state)
+        for _ in range(3):
+            b.step(0.2 * torch.ones(2, 3), 2)
+        results.append((b.views().qpos.clone(), b.views().sensordata.clone(), b.diagnostics()["step_mode"]))
+        b.close()
+    (q_graph, s_graph, mode_graph), (q_eager, s_eager, mode_eager) = results
+    assert mode_eager == "eager" and mode_graph in ("cpu_graph", "eager")
+    assert torch.allclose(q_graph, q_eager, atol=1e-6) and torch.allclose(s_graph, s_eager, atol=1e-6)
+
+
+def test_contact_overflow_is_reported_and_cleared_by_set_state(builtin_model):
+    model = mujoco.MjModel.from_xml_path(builtin_model)
+    b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu", nconmax=1)
+    try:
+        qpos = torch.tensor(model.qpos0, dtype=torch.float32).repeat(2, 1)
+        qpos[:, 2] = 0.3  # upright and low: every leg capsule touches the floor
+        b.set_state(torch.arange(2), qpos, torch.zeros(2, model.nv))
+        b.step(torch.zeros(2, 3), 1)
+        diag = b.diagnostics()
+        assert diag["nconmax_per_world"] == 1 and diag["overflow_worlds"] >= 1
+        assert diag["overflow_kinds"], diag
+        assert torch.isfinite(b.views().qpos).all(), "overflow drops contacts, never corrupts state"
+        b.set_state(torch.arange(2), *random_state(model, 2, 7))
+        assert b.diagnostics()["overflow_worlds"] == 0
+    finally:
+        b.close()
+
+
+def test_buffers_are_sized_from_the_model(backend):
+    diag = backend.diagnostics()
+    assert diag["naconmax"] == diag["nconmax_per_world"] * N
+    assert diag["njmax"] >= 64 and diag["overflow_worlds"] == 0
+
+
+def test_accelerometer_is_refused(builtin_model):
+    xml = open(builtin_model).read().replace("<sensor>", '<sensor><accelerometer site="imu"/>')
+    with pytest.raises(ContractViolation, match="accelerometer"):
+        unisim.create_backend("mjwarp", model=xml, num_envs=1, device="cpu")
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"nconmax": 0}, "nconmax"), ({"njmax": -2}, "njmax"), ({"nconmax": 1.5}, "nconmax"),
+    ({"graph": "yes"}, "graph"), ({"nthread": 2}, "unknown mjwarp option"),
+])
+def test_bad_options_are_refused(builtin_model, options, match):
+    with pytest.raises(ContractViolation, match=match):
+        unisim.create_backend("mjwarp", model=builtin_model, num_envs=1, device="cpu", **options)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_step_is_ordered_with_torch_work_on_a_side_stream(builtin_model):
+    # ctrl written on a non-default torch stream must be what the graph reads: the graph is
+    # launched on the caller's current torch stream, so no sync is needed in between.
+    b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=N, device="cuda")
+    try:
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            ctrl = torch.full((N, 3), 0.5, device="cuda")
+            b.step(ctrl, 2)
+            qpos = b.views().qpos.clone()
+        side.synchronize()
+        assert torch.isfinite(qpos).all()
+        assert b.diagnostics()["step_mode"] == "cuda_graph"
+        assert b.capabilities.has(Feature.GRAPH_CAPTURE)
+    finally:
+        b.close()
