@@ -22,9 +22,20 @@ def quat_apply(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
 
 
 def projected_gravity(quat: torch.Tensor) -> torch.Tensor:
-    """World gravity direction (0, 0, -1) in the body frame; closed form of quat_apply_inverse."""
-    w, x, y, z = quat.unbind(-1)
-    return torch.stack((2.0 * (w * y - x * z), -2.0 * (w * x + y * z), -(w * w - x * x - y * y + z * z)), dim=-1)
+    """World gravity direction (0, 0, -1) in the body frame."""
+    # Through quat_apply_inverse: fewer tensor ops (kernel launches) than the scalar closed form.
+    down = quat.new_tensor((0.0, 0.0, -1.0)).expand(quat.shape[:-1] + (3,))
+    return quat_apply_inverse(quat, down)
+
+
+_TILT_SIGN = (-1.0, 1.0)
+
+
+def tilt_squared(quat: torch.Tensor) -> torch.Tensor:
+    """|projected gravity_xy|^2 = 4 ((wy - xz)^2 + (wx + yz)^2), batched over the two terms."""
+    a = quat[:, [0, 0]] * quat[:, [2, 1]]
+    b = quat[:, [1, 2]] * quat[:, [3, 3]]
+    return 4.0 * (a + b * quat.new_tensor(_TILT_SIGN)).square().sum(dim=1)
 
 
 def yaw_from_quat(quat: torch.Tensor) -> torch.Tensor:

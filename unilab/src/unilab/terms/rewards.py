@@ -81,7 +81,7 @@ def ang_vel_error(env, cmd: torch.Tensor) -> torch.Tensor:
 
 
 def _tilt(quat: torch.Tensor) -> torch.Tensor:
-    return lm.projected_gravity(quat)[:, :2].square().sum(dim=1)
+    return lm.tilt_squared(quat)
 
 
 class _Posture:
