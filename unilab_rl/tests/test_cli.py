@@ -150,3 +150,26 @@ def test_real_factory_names_valid_backends_and_override_keys(tmp_path, capsys):
     assert "g1_walk_flat" in capsys.readouterr().err
     assert not (out / "checkpoint.pt").exists()
     torch.set_num_threads(1)
+
+
+def test_ctrl_c_during_training_saves_a_checkpoint_and_exits_130(tmp_path, capsys):
+    import signal
+
+    def interrupting_factory(task, **kwargs):
+        env = fake_factory(task, **kwargs)
+        original_step = env.step
+
+        def step(action):
+            if env.steps == 7:
+                signal.raise_signal(signal.SIGINT)
+            return original_step(action)
+
+        env.step = step
+        return env
+
+    out = tmp_path / "run"
+    argv = base_args(out) + ["--steps", "100000", *TINY_TOKENS]
+    assert train_cli.main(argv, factory=interrupting_factory, tasks=TASKS) == train_cli.EXIT_INTERRUPTED
+    assert "interrupt received" in capsys.readouterr().err
+    assert load_checkpoint(out / "checkpoint.pt")["counters"]["iterations"] == 8
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
