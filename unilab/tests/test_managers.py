@@ -83,3 +83,15 @@ def test_reset_yaw_is_a_rotation_about_world_z_of_the_keyframe_orientation(make_
     yaw = -3.0 + 6.0 * torch.rand((N, 1), generator=env.rng)
     expected = lm.quat_mul(lm.quat_from_yaw(yaw[:, 0]), q0)
     assert torch.allclose(txn.qpos[:, 3:7], expected, atol=1e-6)
+
+
+def test_heading_envs_track_a_sampled_heading_with_a_clipped_p_controller(make_env):
+    from unilab.math import wrap_to_pi
+
+    env = make_env(overrides=["commands.twist.heading_command=true", "commands.twist.heading_fraction=1.0",
+                              "commands.twist.standing_fraction=0.0"])
+    env.step(torch.zeros(N, env.action_dim))
+    twist = env.command_manager.terms["twist"]
+    err = wrap_to_pi(twist.heading_target - env.robot.heading_w)
+    expected = (0.5 * err).clamp(*twist.ranges[2])
+    assert torch.allclose(env.command_manager.command("twist")[:, 2], expected, atol=1e-6)
