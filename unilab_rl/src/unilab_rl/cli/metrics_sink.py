@@ -26,8 +26,11 @@ CURVE_KEYS = {
 
 class TrainingSink:
     def __init__(self, out_dir: Path, curve_path: Path | None = None, header: dict[str, Any] | None = None,
-                 tensorboard: bool = True) -> None:
+                 tensorboard: bool = True, print_every_s: float | None = None) -> None:
         self.out_dir = out_dir
+        # Without a progress bar (batch jobs), a status line every print_every_s seconds.
+        self.print_every_s = print_every_s
+        self.last_print_s = float("-inf")
         self.jsonl = (out_dir / "metrics.jsonl").open("a")
         self.curve_path = curve_path
         self.curve: dict[str, Any] = {"header": header or {}, "max_episode_length": None, "points": []}
@@ -48,6 +51,11 @@ class TrainingSink:
             for key, value in metrics.items():
                 self.writer.add_scalar(key, value, env_steps)
                 self.writer.add_scalar(f"wall_clock/{key}", value, int(wall_s * 1000))
+        if self.print_every_s is not None and wall_s - self.last_print_s >= self.print_every_s:
+            self.last_print_s = wall_s
+            shown = {short: round(metrics[key], 3) for key, short in CURVE_KEYS.items() if key in metrics}
+            print(f"[{wall_s:7.1f}s] env_steps={env_steps} " + " ".join(f"{k}={v}" for k, v in shown.items()),
+                  flush=True)
         if self.curve_path is not None:
             point = {"wall_s": round(wall_s, 3), "env_steps": env_steps}
             point.update({short: metrics[key] for key, short in CURVE_KEYS.items() if key in metrics})

@@ -128,7 +128,8 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         header = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                   "device": str(spec.device), "seed": args.seed, "algo_config": plan["algo_config"].model_dump(),
                   "env_overrides": plan["env_overrides"], "command": " ".join(sys.argv)}
-        sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard)
+        sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard,
+                            print_every_s=30.0 if args.no_progress else None)
         sink.set_max_episode_length(spec.max_episode_length)
         identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
         runner = OffPolicyRunner(env, agent, plan["algo_config"], identity, args.out, sink, plan["runner_config"])
