@@ -14,3 +14,7 @@ def _single_thread_and_seed():
     torch.set_num_threads(1)
     torch.manual_seed(0)
     yield
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running tests (real env training), run by make test-all")
