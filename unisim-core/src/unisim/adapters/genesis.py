@@ -17,9 +17,9 @@ Trade-offs, decided here:
   explicitly from the MjModel so they do not depend on Genesis's importer.
 - ``gs.init`` may run once per process: the first backend picks gs.cpu or gs.gpu, and a
   later request for the other one fails closed.
-- ``set_state``: set_qpos (which zeroes velocity), then set_dofs_velocity, both only for
-  ``rows``; Genesis updates link states without a step, then the views are refreshed, so
-  publication is IMMEDIATE. Genesis keeps no per-env time.
+- ``set_state``: set_dofs_velocity (no forward pass), then set_qpos keeping that velocity,
+  both only for ``rows``; set_qpos's forward pass updates link poses and velocities without a
+  step, then the views are refreshed, so publication is IMMEDIATE. Genesis keeps no per-env time.
 """
 
 from __future__ import annotations
@@ -180,9 +180,11 @@ class GenesisBackend(SimBackend):
 
     def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         robot = self._robot
-        # set_qpos zeroes velocities, so the velocity goes second.
-        robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=rows, zero_velocity=True)
-        robot.set_dofs_velocity(qvel[:, self._qvel_inv], envs_idx=rows)
+        # Velocity first without a forward pass, then qpos keeping that velocity: set_qpos's one
+        # forward pass then publishes link poses AND velocities (seen ~10x cheaper on CPU than
+        # set_qpos(zero_velocity=True) followed by set_dofs_velocity's own forward pass).
+        robot.set_dofs_velocity(qvel[:, self._qvel_inv], envs_idx=rows, skip_forward=True)
+        robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=rows, zero_velocity=False)
         self._set_state_calls += 1
         self._refresh()
 

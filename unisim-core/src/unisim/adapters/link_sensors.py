@@ -61,12 +61,16 @@ def _attachment(model: mujoco.MjModel, s: int) -> tuple[int, np.ndarray, np.ndar
 class LinkStateSensors:
     """Computes MuJoCo sensordata (N, nsensordata) from body-origin states.
 
-    Built once per model; ``compute`` is a handful of batched gathers per sensor kind.
+    Built once per model. ``compute`` evaluates every attachment frame in one batch (one
+    rotation, one point velocity per frame) and then scatters each kind's columns, so the
+    cost is a fixed ~20 tensor ops whatever the number of sensors (it runs after every
+    step: on a GPU each op is a kernel launch).
     """
 
     def __init__(self, model: mujoco.MjModel, device: torch.device) -> None:
         self.nsensordata = int(model.nsensordata)
-        groups: dict[str, dict[str, list]] = {}
+        frames: dict[tuple, int] = {}  # (body, pos, quat) -> frame index, shared by sensors
+        groups: dict[str, tuple[list, list]] = {}  # kind -> (column ranges, frame or state index)
         for s in range(model.nsensor):
             kind = sensor_kind(model, s)
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)
@@ -78,49 +82,53 @@ class LinkStateSensors:
                 raise ContractViolation(
                     f"model: sensor {name!r} uses a reference frame or a cutoff, which link-state sensors "
                     "do not support; remove reftype/cutoff or use the mujoco or mjwarp backend")
-            g = groups.setdefault(kind, {"body": [], "pos": [], "quat": [], "col": [], "src": []})
-            g["col"].append(range(int(model.sensor_adr[s]), int(model.sensor_adr[s] + model.sensor_dim[s])))
+            cols, src = groups.setdefault(kind, ([], []))
+            cols.append(list(range(int(model.sensor_adr[s]), int(model.sensor_adr[s] + model.sensor_dim[s]))))
             if kind in ("jointpos", "jointvel"):
                 j = int(model.sensor_objid[s])
-                g["src"].append(int(model.jnt_qposadr[j] if kind == "jointpos" else model.jnt_dofadr[j]))
+                src.append(int(model.jnt_qposadr[j] if kind == "jointpos" else model.jnt_dofadr[j]))
             else:
                 body, pos, quat = _attachment(model, s)
-                g["body"].append(body)
-                g["pos"].append(np.asarray(pos, dtype=np.float64))
-                g["quat"].append(np.asarray(quat, dtype=np.float64))
-        self._groups = []
-        for kind, g in groups.items():
-            cols = torch.tensor([list(c) for c in g["col"]], dtype=torch.int64, device=device)
-            if kind in ("jointpos", "jointvel"):
-                src = torch.tensor(g["src"], dtype=torch.int64, device=device)
-                self._groups.append((kind, cols, src, None, None))
-            else:
-                body = torch.tensor(g["body"], dtype=torch.int64, device=device)
-                pos = torch.tensor(np.stack(g["pos"]), dtype=torch.float32, device=device)
-                quat = torch.tensor(np.stack(g["quat"]), dtype=torch.float32, device=device)
-                self._groups.append((kind, cols, body, pos, quat))
+                key = (body, *np.round(np.asarray(pos, dtype=np.float64), 12), *np.asarray(quat, dtype=np.float64))
+                src.append(frames.setdefault(key, len(frames)))
+        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)  # noqa: E731
+        self._kinds = [(kind, as_index(cols).reshape(-1), as_index(src)) for kind, (cols, src) in groups.items()]
+        keys = list(frames)
+        self._frame_body = as_index([k[0] for k in keys])
+        self._frame_pos = torch.tensor([k[1:4] for k in keys], dtype=torch.float32, device=device).reshape(-1, 3)
+        self._frame_quat = torch.tensor([k[4:8] for k in keys], dtype=torch.float32, device=device).reshape(-1, 4)
+        self._frame_rot = quat_to_mat(self._frame_quat)
 
     def compute(self, out: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor, body_pos: torch.Tensor,
                 body_quat: torch.Tensor, body_lin_vel: torch.Tensor, body_ang_vel: torch.Tensor) -> None:
         """Write sensordata into ``out`` (N, nsensordata) in place."""
-        for kind, cols, idx, off_pos, off_quat in self._groups:
-            if off_pos is None:
-                out[:, cols[:, 0]] = (qpos if kind == "jointpos" else qvel)[:, idx]
-                continue
-            rot_b = quat_to_mat(body_quat[:, idx])  # (N, k, 3, 3)
-            site_rel = torch.einsum("nkij,kj->nki", rot_b, off_pos)  # frame origin minus body origin
-            site_quat = quat_mul(body_quat[:, idx], off_quat.expand_as(body_quat[:, idx]))
-            rot_s = quat_to_mat(site_quat)
-            omega = body_ang_vel[:, idx]
-            if kind == "framepos":
-                value = body_pos[:, idx] + site_rel
+        n = out.shape[0]
+        if self._frame_body.numel():
+            fb = self._frame_body
+            rot_b = quat_to_mat(body_quat[:, fb])  # (N, F, 3, 3)
+            rel = (rot_b @ self._frame_pos.unsqueeze(-1)).squeeze(-1)  # frame origin - body origin, world
+            rot = rot_b @ self._frame_rot  # frame orientation in world
+            omega = body_ang_vel[:, fb]
+            point_vel = body_lin_vel[:, fb] + torch.cross(omega, rel, dim=-1)
+            rot_t = rot.transpose(-1, -2)
+        for kind, cols, src in self._kinds:
+            if kind == "jointpos":
+                value = qpos[:, src]
+            elif kind == "jointvel":
+                value = qvel[:, src]
+            elif kind == "framepos":
+                value = body_pos[:, fb[src]] + rel[:, src]
             elif kind == "framequat":
-                value = site_quat
+                body_q = body_quat[:, fb[src]]
+                value = quat_mul(body_q, self._frame_quat[src].expand_as(body_q))
             elif kind in _FRAME_AXIS:
-                value = rot_s[..., :, _FRAME_AXIS[kind]]
-            elif kind in ("gyro", "frameangvel"):
-                value = omega if kind == "frameangvel" else torch.einsum("nkji,nkj->nki", rot_s, omega)
-            else:  # velocimeter, framelinvel: velocity of the frame point
-                point_vel = body_lin_vel[:, idx] + torch.cross(omega, site_rel, dim=-1)
-                value = point_vel if kind == "framelinvel" else torch.einsum("nkji,nkj->nki", rot_s, point_vel)
-            out[:, cols.reshape(-1)] = value.reshape(value.shape[0], -1)
+                value = rot[:, src, :, _FRAME_AXIS[kind]]
+            elif kind == "frameangvel":
+                value = omega[:, src]
+            elif kind == "framelinvel":
+                value = point_vel[:, src]
+            elif kind == "gyro":
+                value = (rot_t[:, src] @ omega[:, src].unsqueeze(-1)).squeeze(-1)
+            else:  # velocimeter
+                value = (rot_t[:, src] @ point_vel[:, src].unsqueeze(-1)).squeeze(-1)
+            out[:, cols] = value.reshape(n, -1)
