@@ -111,8 +111,15 @@ def test_fused_reward_term_equals_the_unfused_terms(make_env):
 
 
 def test_push_joins_the_single_transaction_and_moves_only_pushed_rows(make_env):
-    env = make_env(task="g1_walk_flat", overrides=["events.push.interval_range_s=[0.02, 0.02]"])
+    env = make_env(task="g1_walk_flat", overrides=["events.push.interval_range_s=[0.02, 0.02]",
+                                                   "events.push.params.velocity_range={'x': (0.5, 0.5)}"])
+    # Same RNG consumption, zero push: the twin differs only by the push.
+    twin = make_env(task="g1_walk_flat", overrides=["events.push.interval_range_s=[0.02, 0.02]",
+                                                    "events.push.params.velocity_range={'x': (0.0, 0.0)}"])
     calls = env.backend.diagnostics().get("set_state_calls")
-    env.step(_act(env, 0))
+    env.step(_act(env, 0)), twin.step(_act(twin, 0))
     if calls is not None:
         assert env.backend.diagnostics()["set_state_calls"] == calls + 1
+    # Every row was pushed by +0.5 m/s in world x; joints and positions are untouched.
+    assert torch.allclose(env.robot.qvel[:, 0] - twin.robot.qvel[:, 0], torch.full((N,), 0.5), atol=1e-5)
+    assert torch.equal(env.robot.qpos, twin.robot.qpos) and torch.equal(env.robot.qvel[:, 1:], twin.robot.qvel[:, 1:])

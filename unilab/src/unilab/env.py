@@ -133,13 +133,18 @@ class ManagerBasedRlEnv:
         pushed = self.event_manager.tick_interval(self, self.step_dt)
         timer.stop("update_state_ms")
 
-        timer.start("reset_done_ms")
+        timer.start("final_obs_ms")
         final_obs = self.observation_manager.compute(self, commit=False)
+        timer.stop("final_obs_ms")
+        timer.start("reset_done_ms")
         if pushed is None:
             reset_rows, interval_rows = done.nonzero().squeeze(1), self._no_rows  # the one host sync
         else:
+            # Still one sync: both counts in one read, rows by a stable sort (done first).
             pushed = pushed & ~done
-            reset_rows, interval_rows = done.nonzero().squeeze(1), pushed.nonzero().squeeze(1)
+            n_done, n_pushed = torch.stack((done.sum(), pushed.sum())).tolist()
+            order = torch.argsort(done.to(torch.int8) * 2 + pushed.to(torch.int8), descending=True, stable=True)
+            reset_rows, interval_rows = order[:n_done], order[n_done:n_done + n_pushed]
         self.curriculum_manager.update(self)
         changed = bool(reset_rows.numel() or interval_rows.numel())  # host-known shapes: no sync
         if changed:
