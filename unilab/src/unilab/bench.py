@@ -81,6 +81,24 @@ def _torch_calls_per_step(env, action, steps: int = 10) -> float:
     return counter.calls / steps
 
 
+def _host_syncs_per_step(env, action, steps: int = 10) -> float | None:
+    """torch-visible host syncs per env step (CUDA only: torch's sync debug mode warns on
+    each). Expected: 1 (the selected reset's row count)."""
+    if env.device.type != "cuda":
+        return None
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for _ in range(steps):
+                env.step(action)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in caught) / steps
+
+
 def _reward_ms(env, reps: int = 50) -> float:
     """Reward manager alone on a frozen state (no physics noise in the figure)."""
     reps_fn = lambda k: env.reward_manager.compute(env)
@@ -159,7 +177,8 @@ def run(args: argparse.Namespace) -> dict:
     profiler.disable()
     calls = pstats.Stats(profiler).total_calls / prof_steps
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
-    fusion = {"torch_calls_per_step_fused": _torch_calls_per_step(env, zeros)}
+    syncs = _host_syncs_per_step(env, zeros)
+    fusion = {}
     for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
         if e is None:
             continue
@@ -181,7 +200,7 @@ def run(args: argparse.Namespace) -> dict:
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
-        "fusion": fusion,
+        "fusion": fusion, "host_syncs_per_env_step": syncs,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -203,6 +222,8 @@ def _print(record: dict) -> None:
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))
     print(f"  backend_step share of the env step (profiled pass): {record['backend_step_share_of_env_step']:.3f}")
     print(f"  python calls per env step: {record['python_calls_per_env_step']:.0f}")
+    if record["host_syncs_per_env_step"] is not None:
+        print(f"  host syncs per env step (torch sync debug mode): {record['host_syncs_per_env_step']:.2f}")
     print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
 
 
