@@ -53,6 +53,7 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "genesis")
     _check_actuators(mjmodel)
     resolved = resolve_device(device)
+    sensors = LinkStateSensors(mjmodel, resolved)  # refuses what it cannot compute, before any build
     backend = genesis_backend_for(resolved)
     if isinstance(model, str) and model.lstrip().startswith("<"):
         # Genesis loads MJCF from files only; the string already compiled with MuJoCo above.
@@ -60,11 +61,12 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
         with os.fdopen(fd, "w") as f:
             f.write(model)
         try:
-            return GenesisBackend(mjmodel, Path(tmp), num_envs, resolved, backend,
+            return GenesisBackend(mjmodel, Path(tmp), num_envs, resolved, backend, sensors,
                                   validate=options.get("validate", True))
         finally:
             os.unlink(tmp)
-    return GenesisBackend(mjmodel, Path(model), num_envs, resolved, backend, validate=options.get("validate", True))
+    return GenesisBackend(mjmodel, Path(model), num_envs, resolved, backend, sensors,
+                          validate=options.get("validate", True))
 
 
 def _check_actuators(model: mujoco.MjModel) -> None:
@@ -87,7 +89,7 @@ class GenesisBackend(SimBackend):
     """``num_envs`` Genesis envs of one MJCF model; see the module docstring."""
 
     def __init__(self, mjmodel: mujoco.MjModel, path: Path, num_envs: int, device: torch.device,
-                 gs_backend: Any, validate: bool = True) -> None:
+                 gs_backend: Any, sensors: LinkStateSensors, validate: bool = True) -> None:
         super().__init__(num_envs, validate)
         self._inventory = build_inventory(mjmodel)
         features = {Feature.BODY_VIEWS}
@@ -99,7 +101,7 @@ class GenesisBackend(SimBackend):
             sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset())
         self._scene, self._robot = build_scene(mjmodel, path, num_envs, gs_backend)
         self._build_maps(mjmodel, device)
-        self._sensors = LinkStateSensors(mjmodel, device)
+        self._sensors = sensors
         n, nb = num_envs, mjmodel.nbody
         f32 = dict(dtype=torch.float32, device=device)
         self._views = BackendViews(

@@ -1,0 +1,178 @@
+"""genesis adapter behaviour beyond the conformance suite (Genesis CPU, one build per module).
+
+The link-state sensor tests need no Genesis at all: they feed MuJoCo C's own body states
+into ``LinkStateSensors`` and compare with MuJoCo's sensordata.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+import unisim
+from unisim import ContractViolation, DataPlane, Feature, ResetPublication
+from unisim.adapters import link_sensors
+from unisim.adapters.link_sensors import LinkStateSensors
+
+N = 2
+
+# Every kind link-state sensors declare, on sites, geoms, the inertial (body) and the body
+# (xbody) frame, plus a rotated site so offsets with orientation are exercised.
+LINK_SENSORS = """
+  <sensor>
+    <gyro site="imu"/> <velocimeter site="imu"/> <gyro site="tilted"/> <velocimeter site="tilted"/>
+    <jointpos joint="left_knee"/> <jointvel joint="left_hip"/>
+    <framepos objtype="site" objname="tilted"/> <framequat objtype="site" objname="tilted"/>
+    <framequat objtype="body" objname="left_leg"/> <framexaxis objtype="geom" objname="left_foot_geom"/>
+    <frameyaxis objtype="xbody" objname="left_foot"/> <framezaxis objtype="site" objname="imu"/>
+    <framelinvel objtype="site" objname="tilted"/> <frameangvel objtype="body" objname="left_foot"/>
+  </sensor>"""
+
+
+def link_sensor_model(builtin: str) -> str:
+    xml = open(builtin).read()
+    head, _, rest = xml.partition("<sensor>")
+    _, _, tail = rest.partition("</sensor>")
+    return (head + LINK_SENSORS + tail).replace(
+        '<site name="imu"', '<site name="tilted" pos="0.05 -0.03 0.02" euler="0.3 -0.5 1.1"/>\n      <site name="imu"', 1)
+
+
+def random_state(model: mujoco.MjModel, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    qpos = np.tile(model.qpos0, (n, 1))
+    qpos[:, 0:3] = [0.1, -0.2, 0.7] + 0.05 * rng.standard_normal((n, 3))
+    quat = rng.standard_normal((n, 4))
+    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    qpos[:, 7:] = rng.uniform(-0.5, 0.5, (n, model.nq - 7))
+    return (torch.tensor(qpos, dtype=torch.float32),
+            torch.tensor(0.5 * rng.standard_normal((n, model.nv)), dtype=torch.float32))
+
+
+def mj_states(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor):
+    data = mujoco.MjData(model)
+    rows = []
+    res = np.zeros(6)
+    for q, v in zip(qpos.double().numpy(), qvel.double().numpy(), strict=True):
+        data.qpos[:], data.qvel[:] = q, v
+        mujoco.mj_forward(model, data)
+        lin, ang = [], []
+        for b in range(model.nbody):
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, b, res, 0)
+            ang.append(res[:3].copy())
+            lin.append(res[3:].copy())
+        rows.append((data.xpos.copy(), data.xquat.copy(), np.array(lin), np.array(ang), data.sensordata.copy()))
+    return [torch.tensor(np.stack(x), dtype=torch.float32) for x in zip(*rows, strict=True)]
+
+
+# ---- link-state sensors (no Genesis needed) --------------------------------------------
+def test_link_state_sensors_match_mujoco_for_every_declared_kind(builtin_model):
+    model = mujoco.MjModel.from_xml_string(link_sensor_model(builtin_model))
+    kinds = {unisim.mjcf.sensor_kind(model, s) for s in range(model.nsensor)}
+    assert kinds == link_sensors.SENSOR_KINDS, "the pinned model must cover every declared kind"
+    qpos, qvel = random_state(model, 5, 0)
+    pos, quat, lin, ang, want = mj_states(model, qpos, qvel)
+    out = torch.full((5, model.nsensordata), float("nan"))
+    LinkStateSensors(model, torch.device("cpu")).compute(out, qpos, qvel, pos, quat, lin, ang)
+    assert (out - want).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("sensor, match", [
+    ('<accelerometer site="imu"/>', "accelerometer"),
+    ('<subtreeangmom body="torso"/>', "subtreeangmom"),
+    ('<framepos objtype="site" objname="imu" reftype="body" refname="left_leg"/>', "reference frame"),
+    ('<gyro site="imu" cutoff="3"/>', "cutoff"),
+])
+def test_sensors_link_states_cannot_give_are_refused_before_building(builtin_model, sensor, match):
+    xml = open(builtin_model).read().replace("<sensor>", "<sensor>" + sensor)
+    with pytest.raises(ContractViolation, match=match):
+        unisim.create_backend("genesis", model=xml, num_envs=1, device="cpu")
+
+
+def test_actuators_other_than_position_servos_are_refused(builtin_model):
+    xml = open(builtin_model).read().replace('<position name="right_hip" joint="right_hip" kp="40" kv="2"/>',
+                                             '<motor name="right_hip" joint="right_hip" gear="20"/>')
+    with pytest.raises(ContractViolation, match="right_hip"):
+        unisim.create_backend("genesis", model=xml, num_envs=1, device="cpu")
+
+
+def test_unknown_option_is_refused(builtin_model):
+    with pytest.raises(ContractViolation, match="unknown genesis option"):
+        unisim.create_backend("genesis", model=builtin_model, num_envs=1, device="cpu", nconmax=3)
+
+
+# ---- a built backend (one Genesis build for the module) ------------------------------
+@pytest.fixture(scope="module")
+def model_xml(builtin_model) -> str:
+    return link_sensor_model(builtin_model)
+
+
+@pytest.fixture(scope="module")
+def backend(model_xml):
+    pytest.importorskip("genesis")
+    # An XML string on purpose: Genesis reads files only, the adapter bridges that.
+    b = unisim.create_backend("genesis", model=model_xml, num_envs=N, device="cpu")
+    yield b
+    b.close()
+
+
+def test_declares_a_device_plane_with_immediate_publication(backend):
+    caps = backend.capabilities
+    assert caps.data_plane is DataPlane.DEVICE
+    assert caps.selected_reset_publication is ResetPublication.IMMEDIATE
+    assert not caps.has(Feature.GRAPH_CAPTURE) and caps.sensor_kinds == link_sensors.SENSOR_KINDS
+
+
+def test_construction_publishes_the_model_rest_state_in_mujoco_layout(backend, model_xml):
+    model = mujoco.MjModel.from_xml_string(model_xml)
+    qpos0 = torch.tensor(model.qpos0, dtype=torch.float32).repeat(N, 1)
+    pos, quat, *_ = mj_states(model, qpos0, torch.zeros(N, model.nv))
+    views = backend.views()
+    assert torch.allclose(views.qpos, qpos0, atol=1e-6)
+    assert torch.allclose(views.body_pos_w, pos, atol=1e-5) and torch.allclose(views.body_quat_w, quat, atol=1e-5)
+
+
+def test_set_state_publishes_poses_velocities_and_sensors_without_a_step(backend, model_xml):
+    model = mujoco.MjModel.from_xml_string(model_xml)
+    qpos, qvel = random_state(model, 1, 1)
+    steps = backend.diagnostics()["physics_steps"]
+    backend.set_state(torch.tensor([1]), qpos, qvel)
+    assert backend.diagnostics()["physics_steps"] == steps
+    pos, quat, lin, ang, sensors = mj_states(model, qpos, qvel)
+    v = backend.views()
+    for name, want in (("qpos", qpos), ("qvel", qvel), ("body_pos_w", pos), ("body_lin_vel_w", lin),
+                       ("body_ang_vel_w", ang), ("sensordata", sensors)):
+        err = (getattr(v, name)[1:] - want).abs().max().item()
+        assert err < 1e-4, f"{name} differs from mj_forward by {err}"
+
+
+def test_ctrl_drives_the_position_servos(backend, model_xml):
+    # Genesis applies no actuation unless control_dofs_position is called each step; two
+    # rows from one state with opposite targets must move apart. (MuJoCo C moves this hip
+    # 0.037 rad in these 0.1 s: a heavy leg on a light floating torso; Genesis 0.024.)
+    model = mujoco.MjModel.from_xml_string(model_xml)
+    qpos = torch.tensor(model.qpos0, dtype=torch.float32).repeat(N, 1)
+    qpos[:, 2] = 1.5  # in the air: only the servos move the legs
+    backend.set_state(torch.arange(N), qpos, torch.zeros(N, model.nv))
+    hip = backend.inventory().joint("left_hip").qpos_adr
+    ctrl = torch.zeros(N, 3)
+    ctrl[0, 0], ctrl[1, 0] = 0.6, -0.6
+    for _ in range(10):
+        backend.step(ctrl, 2)
+    q = backend.views().qpos[:, hip]
+    assert q[0] > 0.01 and q[1] < -0.01, f"left_hip did not follow its targets: {q.tolist()}"
+
+
+def test_views_are_the_same_tensors_for_the_backend_life(backend):
+    first = backend.views()
+    ptr = first.sensordata.data_ptr()
+    backend.step(torch.zeros(N, 3), 1)
+    assert backend.views() is first and first.sensordata.data_ptr() == ptr
+
+
+def test_genesis_keeps_its_first_device_for_the_process(backend):
+    from unisim.adapters.genesis_runtime import genesis_backend_for
+
+    with pytest.raises(ContractViolation, match="already initialised on cpu"):
+        genesis_backend_for(torch.device("cuda", 0))
