@@ -105,6 +105,23 @@ def _reward_ms(env, reps: int = 50) -> float:
     return 1e3 * _time_steps(env.device, reps, reps_fn) / reps
 
 
+def _paired_ratio(env, policy, steps: int) -> float:
+    """Env step vs raw physics, alternating one of each from the same state, so load drift
+    on a shared machine hits both alike: (raw time) / (env time) over ``steps`` pairs."""
+    backend, device = env.backend, env.device
+    rows = torch.arange(env.num_envs, device=device)
+    raw = envt = 0.0
+    for k in range(steps):
+        views = backend.views()
+        qpos, qvel = views.qpos.clone(), views.qvel.clone()
+        ctrl = env.action_manager.ctrl.clone()
+        raw += _time_steps(device, 1, lambda _, c=ctrl: backend.step(c, env.decimation))
+        backend.set_state(rows, qpos, qvel)  # undo the raw step (untimed)
+        env.robot.invalidate()
+        envt += _time_steps(device, 1, lambda _, k=k: env.step(policy(k)))
+    return raw / envt
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
@@ -153,11 +170,13 @@ def run(args: argparse.Namespace) -> dict:
         e.flush_metrics()
 
     rates: dict[str, list[float]] = {k: [] for k in ["raw", *envs]}
+    paired: dict[str, list[float]] = {k: [] for k in envs}
     for _ in range(args.samples):
         rates["raw"].append(n * steps / _raw_sample(env, steps))
         for name, e in envs.items():
             policy = policies[name]
             rates[name].append(n * steps / _time_steps(device, steps, lambda k, e=e, p=policy: e.step(p(k))))
+            paired[name].append(_paired_ratio(e, policy, steps))
     for e in set(envs.values()):
         e.flush_metrics()
 
@@ -198,6 +217,7 @@ def run(args: argparse.Namespace) -> dict:
         "steps_per_sample": steps, "samples": args.samples, "warmup": args.warmup,
         "torch_threads": torch.get_num_threads(),
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
+        "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
         "fusion": fusion, "host_syncs_per_env_step": syncs,
@@ -217,6 +237,8 @@ def _print(record: dict) -> None:
         ratio = record["ratio_to_raw_median"].get(name)
         extra = f"  {ratio:.3f}x raw" if ratio is not None else ""
         print(f"  {name:12s} steps/s min {st['min']:>10.0f} median {st['median']:>10.0f} max {st['max']:>10.0f}{extra}")
+    for name, st in record["paired_ratio_to_raw"].items():
+        print(f"  paired ratio {name:12s} min {st['min']:.3f} median {st['median']:.3f} max {st['max']:.3f}")
     if "fused_vs_unfused" in record["ratio_to_raw_median"]:
         print(f"  fused rewards vs unfused: {record['ratio_to_raw_median']['fused_vs_unfused']:.3f}x")
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))
