@@ -81,6 +81,12 @@ def _torch_calls_per_step(env, action, steps: int = 10) -> float:
     return counter.calls / steps
 
 
+def _reward_torch_calls(env) -> int:
+    with _CountTorchCalls() as counter:
+        env.reward_manager.compute(env)
+    return counter.calls
+
+
 def _host_syncs_per_step(env, action, steps: int = 10) -> float | None:
     """torch-visible host syncs per env step (CUDA only: torch's sync debug mode warns on
     each). Expected: 1 (the selected reset's row count)."""
@@ -202,6 +208,7 @@ def run(args: argparse.Namespace) -> dict:
         if e is None:
             continue
         fusion[f"torch_calls_per_step_{name}"] = _torch_calls_per_step(e, zeros)
+        fusion[f"reward_torch_calls_{name}"] = _reward_torch_calls(e)
         fusion[f"reward_compute_ms_{name}"] = min(_reward_ms(e) for _ in range(3))
         e.flush_metrics()
 
