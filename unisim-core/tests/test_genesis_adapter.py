@@ -15,6 +15,7 @@ import unisim
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import link_sensors
 from unisim.adapters.link_sensors import LinkStateSensors
+from unisim.mjcf import sensor_kind
 
 N = 2
 
@@ -69,7 +70,7 @@ def mj_states(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor):
 # ---- link-state sensors (no Genesis needed) --------------------------------------------
 def test_link_state_sensors_match_mujoco_for_every_declared_kind(builtin_model):
     model = mujoco.MjModel.from_xml_string(link_sensor_model(builtin_model))
-    kinds = {unisim.mjcf.sensor_kind(model, s) for s in range(model.nsensor)}
+    kinds = {sensor_kind(model, s) for s in range(model.nsensor)}
     assert kinds == link_sensors.SENSOR_KINDS, "the pinned model must cover every declared kind"
     qpos, qvel = random_state(model, 5, 0)
     pos, quat, lin, ang, want = mj_states(model, qpos, qvel)

@@ -10,6 +10,7 @@ import torch
 import unisim
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import mjwarp
+from unisim.mjcf import sensor_kind
 
 pytest.importorskip("mujoco_warp")
 
@@ -104,11 +105,11 @@ def test_declares_a_device_plane_with_immediate_publication(backend):
     assert backend.diagnostics()["step_mode"] in ("cpu_graph", "eager")
 
 
-def test_views_are_the_same_memory_after_step_and_set_state(backend):
+def test_views_are_the_same_memory_after_step_and_set_state(backend, builtin_model):
     views = backend.views()
     ptrs = {k: getattr(views, k).data_ptr() for k in ("qpos", "qvel", "body_pos_w", "body_lin_vel_w", "sensordata")}
     backend.step(torch.zeros(N, 3), 2)
-    qpos, qvel = random_state(mujoco.MjModel.from_xml_path(str(unisim.conformance.BUILTIN_MODEL)), 1, 0)
+    qpos, qvel = random_state(mujoco.MjModel.from_xml_path(builtin_model), 1, 0)
     backend.set_state(torch.tensor([2]), qpos, qvel)
     assert backend.views() is views
     assert {k: getattr(views, k).data_ptr() for k in ptrs} == ptrs
@@ -127,7 +128,7 @@ def test_views_after_step_describe_the_stepped_state(backend, builtin_model):
 def test_set_state_matches_mujoco_for_every_declared_sensor_kind(builtin_model):
     xml = all_kinds_model(builtin_model)
     model = mujoco.MjModel.from_xml_string(xml)
-    kinds = {unisim.mjcf.sensor_kind(model, s) for s in range(model.nsensor)}
+    kinds = {sensor_kind(model, s) for s in range(model.nsensor)}
     assert kinds == mjwarp.SENSOR_KINDS, "the pinned model must cover every declared kind"
     b = unisim.create_backend("mjwarp", model=xml, num_envs=3, device="cpu")
     try:
