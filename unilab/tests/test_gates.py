@@ -30,7 +30,7 @@ def test_no_numpy_and_no_engine_sdk_in_runtime_modules():
     assert not {k: v for k, v in bad.items() if v}
 
 
-def test_no_legacy_tensor_runtime_anywhere():
+def test_no_legacy_runtime_token_anywhere():
     token = "tensor" + "_runtime"
     offenders = [str(p) for p in SRC.rglob("*.py") if token in p.read_text()]
     offenders += [str(p) for p in Path(__file__).parent.rglob("*.py") if token in p.read_text()]
