@@ -31,3 +31,12 @@ def test_goal_needs_both_long_episodes_and_low_tracking_error():
     assert not gpu_walk.goal_met({"env_episode_length": 950.0, "lin_vel_tracking_error": 0.3}, 1000)
     assert not gpu_walk.goal_met({"env_episode_length": 800.0, "lin_vel_tracking_error": 0.1}, 1000)
     assert gpu_walk.goal_met({"env_episode_length": 901.0, "lin_vel_tracking_error": 0.24}, 1000)
+
+
+def test_intervals_without_ended_episodes_keep_the_last_measured_length():
+    curve = {"max_episode_length": 1000, "points": [
+        {"wall_s": 1.0, "env_episodes_ended": 50, "env_episode_length": 980.0, "lin_vel_tracking_error": 0.2},
+        {"wall_s": 2.0, "env_episodes_ended": 0, "env_episode_length": 0.0, "lin_vel_tracking_error": 0.2},
+    ]}
+    summary = gpu_walk.summarize(curve)
+    assert summary["goal_met_at_end"] and summary["final"]["env_episode_length"] == 980.0

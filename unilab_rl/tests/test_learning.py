@@ -4,7 +4,6 @@ and target errors that finite losses would not (seconds, CPU)."""
 
 import pytest
 import torch
-
 from fake_env import PointMassEnv
 from helpers import tiny_agent
 from unilab_rl.cli.play import run_episodes

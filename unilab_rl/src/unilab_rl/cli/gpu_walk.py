@@ -52,8 +52,23 @@ def goal_met(point: dict[str, Any], max_episode_length: int) -> bool:
             and length > LENGTH_GOAL_FRACTION * max_episode_length and error < LIN_VEL_ERROR_GOAL)
 
 
+def with_carried_episode_length(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Episode length is only measured in intervals where episodes ended; a walking policy can
+    go a whole interval without one (every env mid-episode), which the env reports as 0. Carry
+    the last measured length forward through such intervals."""
+    carried, last = [], None
+    for point in points:
+        point = dict(point)
+        if point.get("env_episodes_ended", 1) > 0 and point.get("env_episode_length"):
+            last = point["env_episode_length"]
+        elif last is not None:
+            point["env_episode_length"] = last
+        carried.append(point)
+    return carried
+
+
 def summarize(curve: dict[str, Any]) -> dict[str, Any]:
-    points = curve.get("points", [])
+    points = with_carried_episode_length(curve.get("points", []))
     max_length = curve.get("max_episode_length") or 0
     first = next((p for p in points if goal_met(p, max_length)), None)
     return {

@@ -17,6 +17,7 @@ CURVE_KEYS = {
     "collector/episode_length": "episode_length",
     "env/episode_return": "env_episode_return",
     "env/episode_length": "env_episode_length",
+    "env/episodes": "env_episodes_ended",
     "env/vel_error_xy": "lin_vel_tracking_error",
     "env/vel_error_yaw": "ang_vel_tracking_error",
     "perf/env_steps_per_s": "env_steps_per_s",
