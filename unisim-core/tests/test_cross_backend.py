@@ -9,10 +9,10 @@ stepping are never claimed to match. The G1 case needs the scene path in UNISIM_
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
-
 import unisim
 from unisim.mjcf import build_inventory, load_model
 
@@ -70,7 +70,7 @@ def assert_agree(results: dict[str, dict[str, torch.Tensor]]) -> None:
 
 @pytest.fixture(scope="module")
 def hopper_xml(builtin_model) -> str:
-    xml = open(builtin_model).read().replace("</sensor>", EXTRA_SENSORS, 1)
+    xml = Path(builtin_model).read_text().replace("</sensor>", EXTRA_SENSORS, 1)
     return xml.replace('<site name="imu"',
                        '<site name="tilted" pos="0.05 -0.03 0.02" euler="0.3 -0.5 1.1"/>\n      <site name="imu"', 1)
 

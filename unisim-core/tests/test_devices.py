@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 import unisim
 from unisim import ContractViolation, resolve_device
 

@@ -6,11 +6,12 @@ into ``LinkStateSensors`` and compare with MuJoCo's sensordata.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pytest
 import torch
-
 import unisim
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import link_sensors
@@ -33,7 +34,7 @@ LINK_SENSORS = """
 
 
 def link_sensor_model(builtin: str) -> str:
-    xml = open(builtin).read()
+    xml = Path(builtin).read_text()
     head, _, rest = xml.partition("<sensor>")
     _, _, tail = rest.partition("</sensor>")
     return (head + LINK_SENSORS + tail).replace(
@@ -86,13 +87,13 @@ def test_link_state_sensors_match_mujoco_for_every_declared_kind(builtin_model):
     ('<gyro site="imu" cutoff="3"/>', "cutoff"),
 ])
 def test_sensors_link_states_cannot_give_are_refused_before_building(builtin_model, sensor, match):
-    xml = open(builtin_model).read().replace("<sensor>", "<sensor>" + sensor)
+    xml = Path(builtin_model).read_text().replace("<sensor>", "<sensor>" + sensor)
     with pytest.raises(ContractViolation, match=match):
         unisim.create_backend("genesis", model=xml, num_envs=1, device="cpu")
 
 
 def test_actuators_other_than_position_servos_are_refused(builtin_model):
-    xml = open(builtin_model).read().replace('<position name="right_hip" joint="right_hip" kp="40" kv="2"/>',
+    xml = Path(builtin_model).read_text().replace('<position name="right_hip" joint="right_hip" kp="40" kv="2"/>',
                                              '<motor name="right_hip" joint="right_hip" gear="20"/>')
     with pytest.raises(ContractViolation, match="right_hip"):
         unisim.create_backend("genesis", model=xml, num_envs=1, device="cpu")
@@ -146,6 +147,8 @@ def test_set_state_publishes_poses_velocities_and_sensors_without_a_step(backend
                        ("body_ang_vel_w", ang), ("sensordata", sensors)):
         err = (getattr(v, name)[1:] - want).abs().max().item()
         assert err < 1e-4, f"{name} differs from mj_forward by {err}"
+    got_quat = v.body_quat_w[1:]  # q and -q are one rotation
+    assert torch.minimum((got_quat - quat).abs().amax(-1), (got_quat + quat).abs().amax(-1)).max() < 1e-4
 
 
 def test_ctrl_drives_the_position_servos(backend, model_xml):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pytest
 import torch
-
 import unisim
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import mjwarp
@@ -31,7 +32,7 @@ ALL_KINDS_SENSORS = """
 
 
 def all_kinds_model(builtin: str) -> str:
-    xml = open(builtin).read()
+    xml = Path(builtin).read_text()
     head, _, rest = xml.partition("<sensor>")
     _, _, tail = rest.partition("</sensor>")
     xml = head + ALL_KINDS_SENSORS + tail
@@ -199,7 +200,7 @@ def test_buffers_are_sized_from_the_model(backend):
 
 
 def test_accelerometer_is_refused(builtin_model):
-    xml = open(builtin_model).read().replace("<sensor>", '<sensor><accelerometer site="imu"/>')
+    xml = Path(builtin_model).read_text().replace("<sensor>", '<sensor><accelerometer site="imu"/>')
     with pytest.raises(ContractViolation, match="accelerometer"):
         unisim.create_backend("mjwarp", model=xml, num_envs=1, device="cpu")
 

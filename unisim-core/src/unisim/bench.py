@@ -23,9 +23,10 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -54,7 +55,7 @@ def _timed(fn: Callable[[], None], iters: int, device: torch.device) -> float:
 def _start_state(backend: unisim.SimBackend) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(qpos, qvel, ctrl) rows of the model's first keyframe, or qpos0 with zero ctrl."""
     inv, n, dev = backend.inventory(), backend.num_envs, backend.device
-    nq, nv, nu = inv.widths
+    _, nv, nu = inv.widths
     if inv.keyframes:
         key = inv.keyframes[0]
         q, v, c = (torch.tensor(x, dtype=torch.float32) for x in (key.qpos, key.qvel, key.ctrl))
@@ -142,10 +143,10 @@ def bench_set_state(backend: unisim.SimBackend, qpos: torch.Tensor, qvel: torch.
         for _ in range(samples):
             for mode in ("validate", "no_validate"):
                 backend.validate = mode == "validate"
-                ms[mode].append(1e3 * _timed(lambda: backend.set_state(rows, q, v), calls, device))
+                ms[mode].append(1e3 * _timed(lambda r=rows, q=q, v=v: backend.set_state(r, q, v), calls, device))
         backend.validate = True
         out[f"{frac:g}"] = {
-            "rows": k, "calls_per_sample": calls, "ms_per_call": {m: _stats(v) for m, v in ms.items()},
+            "rows": k, "calls_per_sample": calls, "ms_per_call": {m: _stats(t) for m, t in ms.items()},
             "physics_steps_during_set_state": int(backend.diagnostics()["physics_steps"]) - steps_before,
         }
     return out
@@ -234,18 +235,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     record: dict[str, Any] = {
         "benchmark": "unisim.bench (mjwarp raw graph vs adapter; set_state; genesis)",
-        "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, "-m", "unisim.bench", *(argv or sys.argv[1:])]),
         "commit": args.commit or _commit(), "versions": _versions(), "device": str(device),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        "model": Path(args.model).name, "mjwarp": [], "genesis": [], "skipped": [],
+        "model": Path(args.model).name, "mjwarp_runs": [], "genesis_runs": [], "skipped": [],
     }
 
     def save() -> None:
         Path(args.out).write_text(json.dumps(record, indent=2))
 
-    runs = [("mjwarp", int(n), bench_mjwarp, args.iters, _print_mjwarp) for n in args.envs.split(",") if n] + \
-        [("genesis", int(n), bench_genesis, args.genesis_iters, _print_genesis)
+    runs = [("mjwarp_runs", int(n), bench_mjwarp, args.iters, _print_mjwarp) for n in args.envs.split(",") if n] + \
+        [("genesis_runs", int(n), bench_genesis, args.genesis_iters, _print_genesis)
          for n in args.genesis_envs.split(",") if n]
     for key, n, run, iters, report in runs:
         if time.perf_counter() - start > args.budget_s:

@@ -45,7 +45,7 @@ from unisim.views import BackendViews
 OPTIONS = ("validate",)
 
 
-def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> "GenesisBackend":
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> GenesisBackend:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ContractViolation(f"options: unknown genesis option(s) {unknown}; valid: {list(OPTIONS)}")
@@ -103,7 +103,7 @@ class GenesisBackend(SimBackend):
         self._build_maps(mjmodel, device)
         self._sensors = sensors
         n, nb = num_envs, mjmodel.nbody
-        f32 = dict(dtype=torch.float32, device=device)
+        f32 = {"dtype": torch.float32, "device": device}
         self._views = BackendViews(
             qpos=torch.zeros((n, mjmodel.nq), **f32), qvel=torch.zeros((n, mjmodel.nv), **f32),
             body_pos_w=torch.zeros((n, nb, 3), **f32), body_quat_w=torch.zeros((n, nb, 4), **f32),
@@ -135,7 +135,7 @@ class GenesisBackend(SimBackend):
                 raise ContractViolation(f"model: joint {info.name!r} has a different width in Genesis")
             qpos_perm[info.qpos_adr:info.qpos_adr + info.qpos_width] = qs
             qvel_perm[info.qvel_adr:info.qvel_adr + info.qvel_width] = dofs
-        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)  # noqa: E731
+        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)
         self._body_perm = as_index(body_perm)  # MuJoCo body b <- Genesis link body_perm[b]
         self._qpos_perm = as_index(qpos_perm)  # MuJoCo qpos column i <- Genesis q qpos_perm[i]
         self._qvel_perm = as_index(qvel_perm)

@@ -91,7 +91,7 @@ class LinkStateSensors:
                 body, pos, quat = _attachment(model, s)
                 key = (body, *np.round(np.asarray(pos, dtype=np.float64), 12), *np.asarray(quat, dtype=np.float64))
                 src.append(frames.setdefault(key, len(frames)))
-        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)  # noqa: E731
+        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)
         self._kinds = [(kind, as_index(cols).reshape(-1), as_index(src)) for kind, (cols, src) in groups.items()]
         keys = list(frames)
         self._frame_body = as_index([k[0] for k in keys])

@@ -36,7 +36,12 @@ import mujoco_warp as mjw
 import torch
 import warp as wp
 
-from unisim.adapters.warp_support import body_origin_velocity, default_buffer_sizes, torch_view, warp_device
+from unisim.adapters.warp_support import (
+    body_origin_velocity,
+    default_buffer_sizes,
+    torch_view,
+    warp_device,
+)
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
 from unisim.contract import Rows, SimBackend
 from unisim.devices import resolve_device
@@ -57,7 +62,7 @@ SENSOR_KINDS = frozenset({
 OPTIONS = ("nconmax", "njmax", "graph", "validate")
 
 
-def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> "MjWarpBackend":
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> MjWarpBackend:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ContractViolation(f"options: unknown mjwarp option(s) {unknown}; valid: {list(OPTIONS)}")
