@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -83,6 +84,9 @@ class OffPolicyRunner:
         self.elapsed_before_resume_s = 0.0
         self.session_started_at: float | None = None
         self.stop_requested = False
+        # Data-parallel seam (issue 6): ranks must stop on the same iteration or a gradient
+        # all-reduce would wait forever; a wrapper installs e.g. an all-reduce(MAX) of the flag.
+        self.stop_consensus: Callable[[bool], bool] | None = None
         self.update_sums: dict[str, torch.Tensor] = {}
         self.update_count = 0
 
@@ -102,12 +106,13 @@ class OffPolicyRunner:
         last_metrics: dict[str, float] = {}
         interrupted = False
         while True:
-            if max_env_steps is not None and self.env_steps >= max_env_steps:
-                break
-            if max_seconds is not None and time.perf_counter() - start >= max_seconds:
-                break
-            if self.stop_requested:
-                interrupted = True
+            budget_spent = ((max_env_steps is not None and self.env_steps >= max_env_steps)
+                            or (max_seconds is not None and time.perf_counter() - start >= max_seconds))
+            stop = budget_spent or self.stop_requested
+            if self.stop_consensus is not None:
+                stop = self.stop_consensus(stop)
+            if stop:
+                interrupted = not budget_spent
                 break
             self.collector.step()
             self.env_steps += self.spec.num_envs
