@@ -37,3 +37,10 @@ def test_the_rule_catches_a_planted_violation(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text("from unilab.env import ManagerBasedRlEnv\nimport numpy as np\n")
     assert {"unilab", "numpy"} <= imported_roots(planted)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_engine_sdks_only_in_the_video_leaf(path):
+    if path.relative_to(PACKAGE).parts == ("cli", "video.py"):
+        return
+    assert not imported_roots(path) & {"mujoco", "mujoco_warp", "warp", "genesis", "imageio"}

@@ -7,6 +7,7 @@ may be changed. Exit codes: 0 done, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None)
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--video", type=Path, help="write an mp4 of env 0 (needs a render hook; see docs)")
+    parser.add_argument("--video", type=Path, help="write an mp4 of env 0's first episode (MuJoCo offscreen)")
     return parser
 
 
@@ -49,27 +50,32 @@ def load_policy(document: dict[str, Any], env: RunnerEnv) -> Any:
 
 
 @torch.no_grad()
-def run_episodes(env: RunnerEnv, agent: Any, episodes: int) -> dict[str, float]:
-    """Step until ``episodes`` episodes have ended; one host sync per step (done.any())."""
+def run_episodes(env: RunnerEnv, agent: Any, episodes: int, recorder: Any = None) -> dict[str, float]:
+    """Step until ``episodes`` episodes have ended (and the recorder, if any, is finished);
+    one host sync per step (done.any())."""
     device = torch.device(env.device)
     episode_return = torch.zeros(env.num_envs, device=device)
     episode_length = torch.zeros(env.num_envs, device=device)
     returns: list[float] = []
     lengths: list[float] = []
     obs = env.reset()
+    if recorder is not None:
+        recorder.capture()
     max_steps = env.max_episode_length * (episodes // env.num_envs + 2)
     for _ in range(max_steps):
         obs, reward, terminated, truncated, _ = env.step(agent.act(obs, deterministic=True))
         episode_return += reward
         episode_length += 1
         done = terminated | truncated
+        if recorder is not None:
+            recorder.after_step(done)
         if bool(done.any()):
             returns += episode_return[done].tolist()
             lengths += episode_length[done].tolist()
             episode_return[done] = 0.0
             episode_length[done] = 0.0
-            if len(returns) >= episodes:
-                break
+        if len(returns) >= episodes and (recorder is None or recorder.finished):
+            break
     returns, lengths = returns[:episodes], lengths[:episodes]
     if not returns:
         return {"episodes": 0.0}
@@ -83,20 +89,29 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if args.episodes < 1 or args.num_envs < 1:
         raise ValueError("--episodes and --num-envs must be >= 1")
     document = load_checkpoint(args.checkpoint)
-    if args.video is not None:
-        # The env<->runner contract has no render hook, and the CLI may not reach into the
-        # backend's MuJoCo model; see docs/training.md ("Video").
-        raise ValueError("--video needs a render hook the env does not provide yet (docs/training.md, Video)")
+    if args.video is not None and args.video.suffix != ".mp4":
+        raise ValueError(f"--video {args.video}: expected a .mp4 path")
     backend = args.backend or document["backend"]
     env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
                   overrides=dict(document["env_overrides"]))
+    recorder = None
     try:
         agent = load_policy(document, env)
+        if args.video is not None:
+            from unilab_rl.cli.video import (
+                FirstEpisodeRecorder,  # leaf: mujoco + imageio
+            )
+
+            recorder = FirstEpisodeRecorder(env, document["task"], dict(document["env_overrides"]), args.video)
         env.flush_metrics()  # start the env's averages at this evaluation
-        summary = run_episodes(env, agent, args.episodes)
+        summary = run_episodes(env, agent, args.episodes, recorder)
         env_metrics = env.flush_metrics()
     finally:
+        if recorder is not None:
+            recorder.close()
         env.close()
+    if recorder is not None:
+        print(f"unilab-play: video {args.video} ({recorder.frames} frames of env 0's first episode)")
     print(f"unilab-play: task={document['task']} backend={backend} algo={document['algo']} "
           f"trained_env_steps={document['counters']['env_steps']}")
     for key, value in {**summary, **{f"env/{k}": v for k, v in env_metrics.items()}}.items():
@@ -106,6 +121,9 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
 
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.video is not None:
+        # MuJoCo picks its GL platform at its first import, which building the env may do.
+        os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         if factory is None:
             from unilab import make_manager_based_rl_env
