@@ -92,6 +92,13 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         for _ in range(args.samples):
             no_learn.append(timed_rate(runner, args.seconds, learn=False))
             learn.append(timed_rate(runner, args.seconds, learn=True))
+        # Phase breakdown in a separate sample: synchronizing around every phase slows the
+        # loop, so it must not pollute the throughput samples above.
+        runner.timer.sample_every = 1
+        runner.timer.flush()
+        timed_rate(runner, args.seconds, learn=True)
+        phases_ms = runner.timer.flush()
+        phases_ms.update({f"env/{k}": v for k, v in env.flush_metrics().items() if k.endswith("_ms")})
     finally:
         env.close()
     record = {
@@ -100,7 +107,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "samples": args.samples, "seconds_per_sample": args.seconds, "algo_config": config.model_dump(),
         "env_steps_per_s_no_learning": summarize(no_learn), "env_steps_per_s_with_learning": summarize(learn),
         "learning_cost_ratio": statistics.median(learn) / statistics.median(no_learn),
-        "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        "phase_ms_with_learning": phases_ms, "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "raw": {"no_learning": no_learn, "with_learning": learn},
     }
     return record
@@ -133,6 +140,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
         print(f"collector {mode:14s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
               f"max {stats['max']:10.0f}")
     print(f"with/without learning (median): {record['learning_cost_ratio']:.3f}")
+    print("phases (ms per env step, learning): " + " ".join(
+        f"{k}={v:.2f}" for k, v in record["phase_ms_with_learning"].items()))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=1))
