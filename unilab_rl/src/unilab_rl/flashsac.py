@@ -85,10 +85,10 @@ class FlashSAC:
         action_dim = spec.action_dim
 
         self.actor = FlashActor(actor_dim, action_dim, config.actor_width, config.actor_blocks).to(device)
-        make_critic = lambda: FlashCriticEnsemble(
-            critic_dim, action_dim, config.critic_width, config.critic_blocks,
-            config.critic_ensemble, config.critic_bins,
-        ).to(device)
+        def make_critic() -> FlashCriticEnsemble:
+            return FlashCriticEnsemble(critic_dim, action_dim, config.critic_width, config.critic_blocks,
+                                       config.critic_ensemble, config.critic_bins).to(device)
+
         self.critic = make_critic()
         self.target_critic = make_critic()
         self.target_critic.load_state_dict(self.critic.state_dict())
