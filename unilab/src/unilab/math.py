@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import torch
 
+_CONSTANTS: dict = {}
+
+
+def constant(values: tuple, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A small constant tensor made once per device: building it per call would be a host to
+    device copy in every step on a GPU."""
+    key = (values, device, dtype)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        t = _CONSTANTS[key] = torch.tensor(values, dtype=dtype, device=device)
+    return t
+
 
 def quat_apply_inverse(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
     """Rotate world-frame ``vec`` (..., 3) into the frame of ``quat`` (..., 4) wxyz."""
@@ -24,18 +36,18 @@ def quat_apply(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
 def projected_gravity(quat: torch.Tensor) -> torch.Tensor:
     """World gravity direction (0, 0, -1) in the body frame."""
     # Through quat_apply_inverse: fewer tensor ops (kernel launches) than the scalar closed form.
-    down = quat.new_tensor((0.0, 0.0, -1.0)).expand(quat.shape[:-1] + (3,))
+    down = constant((0.0, 0.0, -1.0), quat.device).expand(quat.shape[:-1] + (3,))
     return quat_apply_inverse(quat, down)
 
 
-_TILT_SIGN = (-1.0, 1.0)
-
-
 def tilt_squared(quat: torch.Tensor) -> torch.Tensor:
-    """|projected gravity_xy|^2 = 4 ((wy - xz)^2 + (wx + yz)^2), batched over the two terms."""
-    a = quat[:, [0, 0]] * quat[:, [2, 1]]
-    b = quat[:, [1, 2]] * quat[:, [3, 3]]
-    return 4.0 * (a + b * quat.new_tensor(_TILT_SIGN)).square().sum(dim=1)
+    """|projected gravity_xy|^2 = 4 ((wy - xz)^2 + (wx + yz)^2), batched over the two terms:
+    columns (w, w, x, y) times (y, x, z, z), then (wy, wx) + (-1, 1) * (xz, yz)."""
+    dev = quat.device
+    prod = quat.index_select(1, constant((0, 0, 1, 2), dev, torch.int64)) * \
+        quat.index_select(1, constant((2, 1, 3, 3), dev, torch.int64))
+    g = prod[:, :2] + prod[:, 2:] * constant((-1.0, 1.0), dev)
+    return 4.0 * g.square().sum(dim=1)
 
 
 def yaw_from_quat(quat: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from unilab.math import constant
+
 
 def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
     """U(lo, hi) of ``shape``; lo/hi are floats or tensors broadcasting to it."""
@@ -15,7 +17,6 @@ def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
 
 # Yaw-about-z quaternion (c, 0, 0, s) times q = c * q + s * (-z, -y, x, w): the Hamilton
 # product specialized, 5 ops instead of a general quaternion product's ~30.
-_YAW_PERM = [3, 2, 1, 0]
 
 
 def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159)) -> None:
@@ -23,8 +24,8 @@ def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159
     a = env.robot.root_qpos_adr
     half = 0.5 * _uniform(env, (txn.num_reset, 1), yaw_range[0], yaw_range[1])
     q = txn.reset_qpos[:, a + 3:a + 7]
-    sign = torch.tensor([-1.0, -1.0, 1.0, 1.0], device=q.device)
-    txn.reset_qpos[:, a + 3:a + 7] = q * torch.cos(half) + q[:, _YAW_PERM] * sign * torch.sin(half)
+    perm = q.index_select(1, constant((3, 2, 1, 0), q.device, torch.int64)) * constant((-1.0, -1.0, 1.0, 1.0), q.device)
+    txn.reset_qpos[:, a + 3:a + 7] = q * torch.cos(half) + perm * torch.sin(half)
 
 
 def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0.1),

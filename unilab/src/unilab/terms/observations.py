@@ -59,7 +59,8 @@ class body_height:
 
     def __init__(self, cfg, env) -> None:
         env.robot.require("body_height", (Feature.BODY_VIEWS,))
-        self.idx = [env.robot.body_index(b, "body_height") for b in cfg.params["bodies"]]
+        self.idx = torch.tensor([env.robot.body_index(b, "body_height") for b in cfg.params["bodies"]],
+                                device=env.device)
 
     def __call__(self, env) -> torch.Tensor:
         return env.robot.body_pos_w[:, self.idx, 2]

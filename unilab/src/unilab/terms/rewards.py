@@ -32,7 +32,7 @@ class FeetState:
     def __init__(self, env, bodies: tuple[str, ...], contact_height: float) -> None:
         env.robot.require("feet", (Feature.BODY_VIEWS,))
         self.robot = env.robot
-        self.idx = [env.robot.body_index(b, "feet") for b in bodies]
+        self.idx = torch.tensor([env.robot.body_index(b, "feet") for b in bodies], device=env.device)
         self.height = contact_height
         n, f = env.num_envs, len(bodies)
         self.air_time = torch.zeros(n, f, device=env.device)
@@ -42,7 +42,7 @@ class FeetState:
 
     @property
     def contact(self):
-        return self.robot.cached(("contact",) + tuple(self.idx) + (self.height,),
+        return self.robot.cached(("contact", id(self)),
                                  lambda: self.robot.body_pos_w[:, self.idx, 2] < self.height)
 
     def update(self, env) -> None:
