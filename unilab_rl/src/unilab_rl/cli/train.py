@@ -5,6 +5,10 @@ checkpoint, --out) runs before the env is built or any file is written, so a bad
 changes nothing on disk.
 
 Exit codes: 0 done, 2 bad input, 130 interrupted (SIGINT; a checkpoint was saved first).
+
+Several GPUs: ``torchrun --nproc-per-node=N -m unilab_rl.cli.train ...`` (one process per GPU,
+each with its own envs and replay, seeds offset by rank, gradients averaged, rank 0 logs and
+checkpoints; see unilab_rl.distributed).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import torch
 
+from unilab_rl import distributed
 from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
@@ -76,7 +81,7 @@ def check_out_dir_writable(out: Path) -> None:
         raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None
 
 
-def prepare(args: argparse.Namespace, tasks: list[str]) -> dict[str, Any]:
+def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) -> dict[str, Any]:
     """Validate everything that can be validated without building the env."""
     if args.num_envs < 1:
         raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
@@ -100,55 +105,73 @@ def prepare(args: argparse.Namespace, tasks: list[str]) -> dict[str, Any]:
         env_overrides = {**document["env_overrides"], **split.env}
     algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
     runner_config = validated(RunnerConfig, {}, split.runner, "runner")
-    check_out_dir_writable(args.out)
-    if args.curve_json is not None:
-        check_out_dir_writable(args.curve_json.parent)
+    if check_out:  # data-parallel ranks other than 0 write nothing
+        check_out_dir_writable(args.out)
+        if args.curve_json is not None:
+            check_out_dir_writable(args.curve_json.parent)
     return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
             "document": document}
 
 
 def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
-    plan = prepare(args, tasks)
-    torch.manual_seed(args.seed)
-    random.seed(args.seed)
+    rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
+    is_main = rank is None or rank.is_main
+    plan = prepare(args, tasks, check_out=is_main)
+    seed = args.seed + (0 if rank is None else rank.rank)  # each rank explores differently
+    device = args.device
+    if rank is not None and device is None and torch.cuda.is_available():
+        device = f"cuda:{rank.local_rank}"
+    torch.manual_seed(seed)
+    random.seed(seed)
     try:
-        env: RunnerEnv = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device,
-                                 seed=args.seed, overrides=plan["env_overrides"])
+        env: RunnerEnv = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=device,
+                                 seed=seed, overrides=plan["env_overrides"])
     except (ValueError, KeyError) as error:  # unknown backend / bad env override: the factory says why
         raise UsageError(str(error)) from None
     sink = None
     try:
         spec = EnvSpec.from_env(env)
         apply_thread_policy(spec.device, args.torch_threads)
+        if rank is not None:
+            distributed.start(rank, spec.device)
         agent = build_agent(args.algo, spec, plan["algo_config"], spec.device)
-        from unilab_rl.cli.metrics_sink import (
-            TrainingSink,  # tensorboard import only when training
-        )
+        if is_main:
+            from unilab_rl.cli.metrics_sink import (
+                TrainingSink,  # tensorboard import only when training
+            )
 
-        header = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
-                  "device": str(spec.device), "seed": args.seed, "algo_config": plan["algo_config"].model_dump(),
-                  "env_overrides": plan["env_overrides"], "command": " ".join(sys.argv)}
-        sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard,
-                            print_every_s=30.0 if args.no_progress else None)
-        sink.set_max_episode_length(spec.max_episode_length)
+            header = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
+                      "device": str(spec.device), "seed": args.seed, "world_size": 1 if rank is None else rank.world_size,
+                      "algo_config": plan["algo_config"].model_dump(), "env_overrides": plan["env_overrides"],
+                      "command": " ".join(sys.argv)}
+            sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard,
+                                print_every_s=30.0 if args.no_progress else None)
+            sink.set_max_episode_length(spec.max_episode_length)
         identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
-        runner = OffPolicyRunner(env, agent, plan["algo_config"], identity, args.out, sink, plan["runner_config"])
+        runner = OffPolicyRunner(env, agent, plan["algo_config"], identity, args.out if is_main else None, sink,
+                                 plan["runner_config"])
         if plan["document"] is not None:
             runner.restore(plan["document"])
+        if rank is not None:
+            distributed.synchronize_learner(agent, rank)
+            agent.gradient_hook = distributed.average_gradients
+            runner.stop_consensus = distributed.stop_consensus(spec.device)
         budget_steps = None if args.steps is None else runner.env_steps + args.steps
         budget_seconds = None if args.minutes is None else args.minutes * 60.0
         if budget_steps is None and budget_seconds is None:
             budget_steps = runner.env_steps + 1_000_000
         previous = signal.signal(signal.SIGINT, lambda *_: _stop_then_default(runner, previous))
         try:
-            result = runner.train(budget_steps, budget_seconds, progress=not args.no_progress)
+            result = runner.train(budget_steps, budget_seconds, progress=is_main and not args.no_progress)
         finally:
             signal.signal(signal.SIGINT, previous)
     finally:
         if sink is not None:
             sink.close()
         env.close()
-    _print_summary(result)
+        distributed.stop()
+    if is_main:
+        _print_summary(result)
     return EXIT_INTERRUPTED if result.interrupted else 0
 
 

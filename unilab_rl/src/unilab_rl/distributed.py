@@ -1,0 +1,87 @@
+"""Data-parallel training over torch.distributed (torchrun; NCCL on GPUs, gloo on CPU).
+
+Each rank runs its own envs, replay and collector; the learners stay identical because they
+start from rank 0's state and every optimizer step applies the rank-averaged gradient. Three
+hooks wire this into an unchanged runner and learner:
+- ``agent.gradient_hook = average_gradients`` (one flattened all-reduce per optimizer step);
+- ``runner.stop_consensus``: every rank stops on the same iteration (a time budget or a Ctrl-C
+  seen by one rank would otherwise leave the others blocked in an all-reduce);
+- the learner state is broadcast from rank 0 once, before training.
+Logging and checkpoints are rank 0's job (the CLI gives other ranks no run directory).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from unilab_rl.contract import OffPolicyAgent
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    rank: int
+    world_size: int
+    local_rank: int
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def rank_from_environment() -> RankInfo | None:
+    """The torchrun rank of this process, or None for a plain single-process run."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return None
+    return RankInfo(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def start(rank: RankInfo, device: torch.device) -> None:
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, rank=rank.rank, world_size=rank.world_size)
+
+
+def stop() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def average_gradients(params: Sequence[nn.Parameter]) -> None:
+    """Replace each gradient by its mean over ranks (a GradientHook)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)
+    flat /= dist.get_world_size()
+    offset = 0
+    for grad in grads:
+        grad.copy_(flat[offset: offset + grad.numel()].view_as(grad))
+        offset += grad.numel()
+
+
+def stop_consensus(device: torch.device) -> Callable[[bool], bool]:
+    """A runner stop hook: stop when any rank wants to (one tiny all-reduce per iteration)."""
+
+    def any_rank_stops(local_stop: bool) -> bool:
+        flag = torch.tensor([1.0 if local_stop else 0.0], device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item() > 0)
+
+    return any_rank_stops
+
+
+def synchronize_learner(agent: OffPolicyAgent, rank: RankInfo) -> None:
+    """Give every rank rank 0's learner state (weights, optimizers, normalizers)."""
+    state = [agent.state_dict() if rank.is_main else None]
+    dist.broadcast_object_list(state, src=0)
+    if not rank.is_main:
+        agent.load_state_dict(state[0])
