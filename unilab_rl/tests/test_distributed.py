@@ -7,7 +7,6 @@ import socket
 import pytest
 import torch
 import torch.multiprocessing as mp
-
 from helpers import TINY
 
 WORLD_SIZE = 2
