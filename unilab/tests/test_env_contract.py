@@ -111,3 +111,23 @@ def test_domain_randomization_writes_declared_model_fields(make_env):
     torso = env.robot.body_index("torso_link", "test")
     assert not torch.allclose(mass[:, torso], mass[:1, torso].expand(N))  # per-env draws
     env.step(torch.zeros(N, env.action_dim))
+
+
+def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
+    from unilab.config import EventTermCfg
+    from unilab.terms.events import randomize_friction
+
+    def owner():
+        from conftest import _controlled
+        cfg = _controlled()
+        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.5, 1.5)})
+        return cfg
+
+    register_task("test_reset_friction", owner)
+    env = make_env(task="test_reset_friction")
+    before = env.backend.model_field("geom_friction").clone()
+    env.shared["force"] = torch.tensor([False, True, False, False])
+    env.step(torch.zeros(N, env.action_dim))
+    after = env.backend.model_field("geom_friction")
+    assert not torch.equal(after[1], before[1])
+    assert torch.equal(after[[0, 2, 3]], before[[0, 2, 3]])

@@ -76,13 +76,14 @@ def test_reset_yaw_is_a_rotation_about_world_z_of_the_keyframe_orientation(make_
     q0 = torch.nn.functional.normalize(torch.tensor([[0.9, 0.1, -0.2, 0.3]]), dim=1).expand(N, 4)
     qpos = env.default_qpos.expand(N, -1).clone()
     qpos[:, 3:7] = q0
-    txn = StateTransaction(torch.arange(N), N, qpos, env.default_qvel.expand(N, -1).clone())
+    ones = torch.ones(N, dtype=torch.bool)
+    txn = StateTransaction(ones, ~ones, qpos, env.default_qvel.expand(N, -1).clone(), env.robot.qvel.clone())
     state = env.rng.get_state()
     reset_root_yaw(env, txn, yaw_range=(-3.0, 3.0))
     env.rng.set_state(state)
     yaw = -3.0 + 6.0 * torch.rand((N, 1), generator=env.rng)
     expected = lm.quat_mul(lm.quat_from_yaw(yaw[:, 0]), q0)
-    assert torch.allclose(txn.qpos[:, 3:7], expected, atol=1e-6)
+    assert torch.allclose(txn.reset_qpos[:, 3:7], expected, atol=1e-6)
 
 
 def test_heading_envs_track_a_sampled_heading_with_a_clipped_p_controller(make_env):

@@ -31,7 +31,7 @@ Range = tuple[float, float]
 
 class TermCfg(Strict):
     """A term: a function ``func(env, **params) -> Tensor`` or a class ``func(cfg, env)``
-    whose instances are called like the function and may define ``reset(rows)``."""
+    whose instances are called like the function and may define ``reset(done_mask)``."""
 
     func: Callable[..., Any]
     params: dict[str, Any] = Field(default_factory=dict)

@@ -98,15 +98,15 @@ class ManagerBasedRlEnv:
         self.metric_manager = MetricManager(cfg.metrics, self, self.reward_manager.components,
                                             self.termination_manager.names)
         self.recorder_manager = RecorderManager(cfg.recorders, self)
-        self._all_rows = torch.arange(num_envs, dtype=torch.int64, device=self.device)
-        self._no_rows = self._all_rows[:0]
+        self._all_rows_mask = torch.ones(num_envs, dtype=torch.bool, device=self.device)
+        self._no_rows_mask = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
         self.event_manager.startup(self)
         self.obs = self.reset()
 
     # ---- runner contract ---------------------------------------------------------------
     def reset(self) -> dict[str, torch.Tensor]:
         """Reset every env (episodes cut here are not logged) and return observations."""
-        self._transact(self._all_rows, self._no_rows, log=False)
+        self._commit(self._begin_reset(self._all_rows_mask, None, log=False))
         self.obs = self.observation_manager.compute(self)
         return self.obs
 
@@ -137,18 +137,9 @@ class ManagerBasedRlEnv:
         final_obs = self.observation_manager.compute(self, commit=False)
         timer.stop("final_obs_ms")
         timer.start("reset_done_ms")
-        if pushed is None:
-            reset_rows, interval_rows = done.nonzero().squeeze(1), self._no_rows  # the one host sync
-        else:
-            # Still one sync: both counts in one read, rows by a stable sort (done first).
-            pushed = pushed & ~done
-            n_done, n_pushed = torch.stack((done.sum(), pushed.sum())).tolist()
-            order = torch.argsort(done.to(torch.int8) * 2 + pushed.to(torch.int8), descending=True, stable=True)
-            reset_rows, interval_rows = order[:n_done], order[n_done:n_done + n_pushed]
         self.curriculum_manager.update(self)
-        changed = bool(reset_rows.numel() or interval_rows.numel())  # host-known shapes: no sync
-        if changed:
-            self._transact(reset_rows, interval_rows, log=True)
+        txn = self._begin_reset(done, pushed, log=True)
+        changed = self._commit(txn)  # the step's one host sync happens in here
         timer.stop("reset_done_ms")
 
         timer.start("observation_ms")
@@ -202,32 +193,47 @@ class ManagerBasedRlEnv:
         yaw = (cmd[:, 2] - r.root_ang_vel_b[:, 2]).abs().mean()
         return torch.stack((xy, yaw))
 
-    def _transact(self, reset_rows: torch.Tensor, interval_rows: torch.Tensor, log: bool) -> None:
-        """Build, fill and commit the step's one state transaction (see class docstring)."""
-        n_reset = reset_rows.numel()
-        qpos = self.default_qpos.expand(n_reset, -1)
-        qvel = self.default_qvel.expand(n_reset, -1)
-        rows = reset_rows
-        if interval_rows.numel():
-            rows = torch.cat((reset_rows, interval_rows))
-            qpos = torch.cat((qpos, self.robot.qpos.index_select(0, interval_rows)))
-            qvel = torch.cat((qvel, self.robot.qvel.index_select(0, interval_rows)))
-        txn = StateTransaction(rows, n_reset, qpos.clone(), qvel.clone())
+    def _begin_reset(self, done: torch.Tensor, pushed: torch.Tensor | None, log: bool) -> StateTransaction:
+        """Every manager's reset bookkeeping for the ``done`` rows, masked (no row list, so
+        no host sync; on a DEVICE plane it queues behind physics), and the transaction's
+        state filled by the events."""
+        interval = self._no_rows_mask if pushed is None else pushed & ~done
+        totals = self.reward_manager.reset(done)
+        if log:
+            fired = self.termination_manager.fired if self.termination_manager.terms else None
+            self.metric_manager.on_reset(done, totals, self.episode_length, fired)
+        self.termination_manager.reset(done)
+        self.action_manager.reset(done)
+        self.command_manager.reset(done)
+        self.observation_manager.reset(done)
+        self.episode_length.masked_fill_(done, 0)
+        n = self.num_envs
+        txn = StateTransaction(done, interval, self.default_qpos.expand(n, -1).clone(),
+                               self.default_qvel.expand(n, -1).clone(), self.robot.qvel.clone())
+        self.event_manager.apply(self, txn)
+        return txn
+
+    def _commit(self, txn: StateTransaction) -> bool:
+        """Gather the written rows (one host sync: ``set_state`` needs their count) and make
+        the one ``set_state`` call. Returns whether any row was written."""
+        if self.event_manager.interval_terms:
+            n_reset, n_interval = torch.stack((txn.reset.sum(), txn.interval.sum())).tolist()
+            key = txn.reset.to(torch.int8) * 2 + txn.interval.to(torch.int8)
+            rows = torch.argsort(key, descending=True, stable=True)[:n_reset + n_interval]  # resets first
+        else:
+            rows = txn.reset.nonzero().squeeze(1)
+            n_reset = rows.numel()
+        if rows.numel() == 0:
+            return False
+        txn.reset_rows = rows[:n_reset]
+        reset = txn.reset.index_select(0, rows).unsqueeze(1)
+        qpos = torch.where(reset, txn.reset_qpos.index_select(0, rows), self.robot.qpos.index_select(0, rows))
+        qvel = torch.where(reset, txn.reset_qvel.index_select(0, rows), txn.qvel.index_select(0, rows))
         if n_reset:
-            totals = self.reward_manager.reset(reset_rows)
-            if log:
-                fired = self.termination_manager.fired.index_select(0, reset_rows) \
-                    if self.termination_manager.terms else None
-                self.metric_manager.on_reset(totals, self.episode_length.index_select(0, reset_rows), fired)
-            self.termination_manager.reset(reset_rows)
-            self.action_manager.reset(reset_rows)
-            self.command_manager.reset(reset_rows)
-            self.observation_manager.reset(reset_rows)
-            self.episode_length.index_fill_(0, reset_rows, 0)
-            self.event_manager.apply_reset(self, txn)
-        self.event_manager.apply_interval(self, txn)
+            self.event_manager.apply_rows(self, txn)
         self.timer.start("reset_done_reset_call_ms")
-        self.backend.set_state(txn.rows, txn.qpos, txn.qvel)
+        self.backend.set_state(rows, qpos, qvel)
         self.timer.stop("reset_done_reset_call_ms")
         self.robot.invalidate()
         self.command_manager.refresh()
+        return True

@@ -53,6 +53,7 @@ class ActionManager:
             self.ctrl[:, self.cols] = torch.addcmul(self.offset, a, self.scale)
         return self.ctrl
 
-    def reset(self, rows: torch.Tensor) -> None:
-        self.action.index_fill_(0, rows, 0.0)
-        self.prev_action.index_fill_(0, rows, 0.0)
+    def reset(self, done: torch.Tensor) -> None:
+        mask = done.unsqueeze(1)
+        self.action.masked_fill_(mask, 0.0)
+        self.prev_action.masked_fill_(mask, 0.0)

@@ -21,7 +21,9 @@ def requires(*features: Feature, model_fields: tuple[str, ...] = (), sensor_kind
 
 
 class Term:
-    """A built term: ``fn(env)`` plus the optional ``reset(rows)`` of a class term."""
+    """A built term: ``fn(env)`` plus the optional ``reset(done)`` of a class term, where
+    ``done`` is the (N,) bool mask of rows starting a new episode (masks, not row lists,
+    keep the reset free of host syncs)."""
 
     __slots__ = ("cfg", "fn", "name", "obj", "reset")
 

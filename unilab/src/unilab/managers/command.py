@@ -2,7 +2,7 @@
 
 Resampling on timers is sync-free: every step draws candidates for all envs and
 ``torch.where`` keeps the ones whose timer expired, so no row list (host sync) is
-needed. Reset rows resample through ``reset(rows)`` inside the reset transaction.
+needed. Reset rows resample the same way through ``reset(done_mask)``.
 Standing envs get a zero command; heading envs replace the yaw rate with a clipped
 P-controller on a sampled heading (re-evaluated every step from the current yaw).
 """
@@ -68,13 +68,14 @@ class VelocityCommand:
             cmd = torch.cat((cmd[:, :2], torch.where(self.is_heading, yaw_rate, cmd[:, 2]).unsqueeze(1)), dim=1)
         self.command = cmd * (~self.is_standing).unsqueeze(1)
 
-    def reset(self, rows: torch.Tensor) -> None:
-        twist, standing, heading_env, heading, period = self._draw(rows.numel())
-        self.sampled.index_copy_(0, rows, twist)
-        self.is_standing.index_copy_(0, rows, standing)
-        self.is_heading.index_copy_(0, rows, heading_env)
-        self.heading_target.index_copy_(0, rows, heading)
-        self.time_left.index_copy_(0, rows, period)
+    def reset(self, done: torch.Tensor) -> None:
+        """Resample the ``done`` rows (masked: candidates for all rows, no row list)."""
+        twist, standing, heading_env, heading, period = self._draw(self.env.num_envs)
+        self.sampled = torch.where(done.unsqueeze(1), twist, self.sampled)
+        self.is_standing = torch.where(done, standing, self.is_standing)
+        self.is_heading = torch.where(done, heading_env, self.is_heading)
+        self.heading_target = torch.where(done, heading, self.heading_target)
+        self.time_left = torch.where(done, period, self.time_left)
 
     def refresh(self) -> None:
         """Recompute ``command`` after a reset wrote new state (heading depends on yaw)."""
@@ -96,9 +97,9 @@ class CommandManager:
         for t in self._list:
             t.step(dt)
 
-    def reset(self, rows: torch.Tensor) -> None:
+    def reset(self, done: torch.Tensor) -> None:
         for t in self._list:
-            t.reset(rows)
+            t.reset(done)
 
     def refresh(self) -> None:
         for t in self._list:

@@ -1,12 +1,15 @@
 """Event manager: startup, reset and interval events, and the state transaction.
 
 Reset-mode events do not talk to the backend's state themselves: they write into the
-step's one ``StateTransaction`` (rows gathered on device, qpos/qvel buffers), which the
-env commits with a single ``backend.set_state``. State-writing interval events (pushes)
-join the same transaction as extra rows after the reset rows, so a step still makes at
-most one ``set_state`` call. Interval timers are per env and sync-free (masked).
-Model-field events (friction, mass) go through ``set_model_field`` for their rows;
-their fields are checked against the backend's declaration when the term is built.
+step's one ``StateTransaction``, which the env commits with a single
+``backend.set_state``. The transaction is full-size and masked: ``reset_qpos/reset_qvel``
+hold a fresh episode start for EVERY row (events write all rows unconditionally, which
+needs no row list and so no host sync), ``qvel`` holds the current velocities that
+interval events (pushes) edit where they fired; at commit the env gathers only the rows
+that reset or were pushed. Interval timers are per env and masked as well. Model-field
+events (friction, mass) need row lists: they run after the row gathering, through
+``set_model_field``, and their fields are checked against the backend's declaration
+when the term is built.
 """
 
 from __future__ import annotations
@@ -21,29 +24,17 @@ from unilab.managers.base import build_term
 
 @dataclass
 class StateTransaction:
-    """Rows ``[:num_reset]`` are resetting (qpos/qvel start at the reset keyframe);
-    rows ``[num_reset:]`` are interval rows (qpos/qvel start at their current state)."""
+    """reset (N,) bool: rows starting an episode; interval (N,) bool: other rows an
+    interval event hit. reset_qpos/reset_qvel (N, nq/nv): episode starts (used for reset
+    rows); qvel (N, nv): current velocities plus interval edits (used for interval rows).
+    ``reset_rows`` is set once rows are gathered (for model-field events)."""
 
-    rows: torch.Tensor
-    num_reset: int
-    qpos: torch.Tensor
+    reset: torch.Tensor
+    interval: torch.Tensor
+    reset_qpos: torch.Tensor
+    reset_qvel: torch.Tensor
     qvel: torch.Tensor
-
-    @property
-    def reset_rows(self) -> torch.Tensor:
-        return self.rows[:self.num_reset]
-
-    @property
-    def reset_qpos(self) -> torch.Tensor:
-        return self.qpos[:self.num_reset]
-
-    @property
-    def reset_qvel(self) -> torch.Tensor:
-        return self.qvel[:self.num_reset]
-
-    @property
-    def interval_rows(self) -> torch.Tensor:
-        return self.rows[self.num_reset:]
+    reset_rows: torch.Tensor | None = None
 
 
 class EventManager:
@@ -51,7 +42,13 @@ class EventManager:
         terms = {m: [] for m in ("startup", "reset", "interval")}
         for name, tc in cfg.items():
             terms[tc.mode].append(build_term(f"events[{tc.mode}]", name, tc, env))
-        self.startup_terms, self.reset_terms, self.interval_terms = terms["startup"], terms["reset"], terms["interval"]
+        self.startup_terms, self.interval_terms = terms["startup"], terms["interval"]
+        # Reset terms that write model fields need the gathered rows; state terms do not.
+        self.reset_row_terms = [t for t in terms["reset"] if getattr(t.obj, "needs_rows", False)]
+        self.reset_terms = [t for t in terms["reset"] if t not in self.reset_row_terms]
+        for t in self.interval_terms:
+            if getattr(t.obj, "needs_rows", False):
+                raise ValueError(f"events[interval] term {t.name!r}: model-field events run at startup or reset")
         n, dev = env.num_envs, env.device
         self.time_left = torch.zeros(n, len(self.interval_terms), device=dev)
         if self.interval_terms:
@@ -68,10 +65,6 @@ class EventManager:
         for t in self.startup_terms:
             t.fn(env, None)
 
-    def apply_reset(self, env, txn: StateTransaction) -> None:
-        for t in self.reset_terms:
-            t.fn(env, txn)
-
     def tick_interval(self, env, dt: float) -> torch.Tensor | None:
         """Advance interval timers; return the (N,) mask of rows where any interval event
         fires this step (None when there are no interval events)."""
@@ -82,10 +75,15 @@ class EventManager:
         self.time_left = torch.where(self.fired, self._periods(env, env.num_envs), self.time_left)
         return self.fired.any(dim=1)
 
-    def apply_interval(self, env, txn: StateTransaction) -> None:
-        rows = txn.interval_rows
-        if rows.numel() == 0:
-            return
-        fired = self.fired.index_select(0, rows)
+    def apply(self, env, txn: StateTransaction) -> None:
+        """State events, before the rows are known: reset terms fill every row's episode
+        start, interval terms edit ``txn.qvel`` where they fired."""
+        for t in self.reset_terms:
+            t.fn(env, txn)
         for k, t in enumerate(self.interval_terms):
-            t.fn(env, txn, fired[:, k])
+            t.fn(env, txn, self.fired[:, k])
+
+    def apply_rows(self, env, txn: StateTransaction) -> None:
+        """Model-field reset events, once ``txn.reset_rows`` is known."""
+        for t in self.reset_row_terms:
+            t.fn(env, txn)

@@ -28,16 +28,17 @@ class MetricManager:
         self._m0 = self._t0 + t
         self.acc = torch.zeros(self._m0 + m, device=env.device)
 
-    def on_reset(self, totals: torch.Tensor, lengths: torch.Tensor, fired: torch.Tensor | None) -> None:
-        """Account finished episodes: per-component reward totals (K,), lengths (n,),
-        termination flags (n, T) of those rows."""
+    def on_reset(self, done: torch.Tensor, totals: torch.Tensor, lengths: torch.Tensor,
+                 fired: torch.Tensor | None) -> None:
+        """Account the episodes of the ``done`` (N,) rows: per-component reward totals (K,),
+        episode lengths (N,) and termination flags (N, T) of all rows (masked here)."""
         acc = self.acc
-        acc[0] += lengths.numel()
+        acc[0] += done.sum()
         acc[1] += totals.sum()
-        acc[2] += lengths.sum()
+        acc[2] += (lengths * done).sum()
         acc[self._r0:self._t0] += totals
-        if fired is not None and fired.numel():
-            acc[self._t0:self._m0] += fired.sum(dim=0)
+        if fired is not None:
+            acc[self._t0:self._m0] += (fired & done.unsqueeze(1)).sum(dim=0)
 
     def on_step(self, env, vel_err: torch.Tensor | None) -> None:
         self.acc[3] += 1.0

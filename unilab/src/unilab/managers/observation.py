@@ -73,12 +73,12 @@ class _Group:
             self.buffer.copy_(self.last_stacked)
             self.fresh.zero_()
 
-    def reset(self, rows: torch.Tensor) -> None:
+    def reset(self, done: torch.Tensor) -> None:
         if self.history > 1:
-            self.fresh.index_fill_(0, rows, True)
+            self.fresh |= done
         for t in self.terms:
             if t.reset is not None:
-                t.reset(rows)
+                t.reset(done)
 
 
 class ObservationManager:
@@ -97,9 +97,9 @@ class ObservationManager:
         for g in self.groups:
             g.commit_last()
 
-    def reset(self, rows: torch.Tensor) -> None:
+    def reset(self, done: torch.Tensor) -> None:
         for g in self.groups:
-            g.reset(rows)
+            g.reset(done)
 
     def describe(self) -> dict[str, dict[str, int]]:
         return {g.name: dict(g.term_dims) for g in self.groups}

@@ -55,11 +55,13 @@ class RewardManager:
         self.episode_sums += weighted
         return weighted.sum(dim=1)
 
-    def reset(self, rows: torch.Tensor) -> torch.Tensor:
-        """Zero the episode sums of ``rows`` and return their per-component totals (K,)."""
-        totals = self.episode_sums.index_select(0, rows).sum(dim=0)
-        self.episode_sums.index_fill_(0, rows, 0.0)
+    def reset(self, done: torch.Tensor) -> torch.Tensor:
+        """Zero the episode sums of the ``done`` (N,) bool rows and return their
+        per-component totals (K,). Masked: no row list, no host sync."""
+        mask = done.unsqueeze(1)
+        totals = (self.episode_sums * mask).sum(dim=0)
+        self.episode_sums.masked_fill_(mask, 0.0)
         for t in self.terms:
             if t.reset is not None:
-                t.reset(rows)
+                t.reset(done)
         return totals

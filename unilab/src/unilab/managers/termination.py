@@ -29,7 +29,7 @@ class TerminationManager:
         self.truncated = (self.fired & self.time_out).any(dim=1) & ~self.terminated
         return self.terminated, self.truncated
 
-    def reset(self, rows: torch.Tensor) -> None:
+    def reset(self, done: torch.Tensor) -> None:
         for t in self.terms:
             if t.reset is not None:
-                t.reset(rows)
+                t.reset(done)

@@ -1,6 +1,7 @@
-"""Event terms. Reset terms ``f(env, txn)`` write the reset rows of the state
-transaction; interval terms ``f(env, txn, fired)`` write its interval rows where
-``fired``; startup terms get ``txn=None`` (all rows). Model-field terms declare their
+"""Event terms. Reset terms ``f(env, txn)`` write an episode start for every row into
+``txn.reset_qpos/reset_qvel`` (only the resetting rows are committed); interval terms
+``f(env, txn, fired)`` edit ``txn.qvel`` where ``fired`` (N,); startup terms get
+``txn=None`` (all rows). Model-field terms (``needs_rows``) get ``txn.reset_rows`` and declare their
 field and fail at construction when the backend does not declare it writable."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
 def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159)) -> None:
     """Random heading about world z, composed with the keyframe's base orientation."""
     a = env.robot.root_qpos_adr
-    half = 0.5 * _uniform(env, (txn.num_reset, 1), yaw_range[0], yaw_range[1])
+    half = 0.5 * _uniform(env, (txn.reset_qpos.shape[0], 1), yaw_range[0], yaw_range[1])
     q = txn.reset_qpos[:, a + 3:a + 7]
     perm = q.index_select(1, constant((3, 2, 1, 0), q.device, torch.int64)) * constant((-1.0, -1.0, 1.0, 1.0), q.device)
     txn.reset_qpos[:, a + 3:a + 7] = q * torch.cos(half) + perm * torch.sin(half)
@@ -31,7 +32,7 @@ def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159
 def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0.1),
                         velocity_range: tuple[float, float] = (0.0, 0.0)) -> None:
     """Uniform offsets on actuated joint positions (kept inside the joint range) and velocities."""
-    n, robot = txn.num_reset, env.robot
+    n, robot = txn.reset_qpos.shape[0], env.robot
     shape = (n, len(robot.joint_names))
     qpos = txn.reset_qpos[:, robot.joint_qpos_index] + _uniform(env, shape, *position_range)
     lim = robot.joint_limits
@@ -54,13 +55,13 @@ class push_by_velocity:
         self.hi = torch.tensor([rng.get(k, (0.0, 0.0))[1] for k in keys], device=env.device)
 
     def __call__(self, env, txn, fired) -> None:
-        n0, n = txn.num_reset, txn.rows.numel()
         a = env.robot.root_qvel_adr
-        txn.qvel[n0:, a:a + 6] += _uniform(env, (n - n0, 6), self.lo, self.hi) * fired.unsqueeze(1)
+        txn.qvel[:, a:a + 6] += _uniform(env, (fired.shape[0], 6), self.lo, self.hi) * fired.unsqueeze(1)
 
 
 class _ModelFieldEvent:
     field = ""
+    needs_rows = True  # runs after the row gathering (set_model_field takes rows)
 
     def __init__(self, cfg, env) -> None:
         env.robot.require(type(self).__name__, model_fields=(self.field,))

@@ -73,8 +73,8 @@ class feet_contact:
         from unilab.terms.rewards import FeetState
         self.feet = FeetState.get(env, tuple(cfg.params["bodies"]), cfg.params.get("contact_height", 0.05))
 
-    def reset(self, rows: torch.Tensor) -> None:
-        self.feet.reset(rows)
+    def reset(self, done: torch.Tensor) -> None:
+        self.feet.reset(done)
 
     def __call__(self, env) -> torch.Tensor:
         f = self.feet

@@ -56,12 +56,13 @@ class FeetState:
     def foot_lin_vel_xy(self, env) -> torch.Tensor:
         return env.robot.body_lin_vel_w[:, self.idx, :2]
 
-    def reset(self, rows: torch.Tensor) -> None:
-        if rows is self._last_reset:  # several terms share this state: reset it once
+    def reset(self, done: torch.Tensor) -> None:
+        if done is self._last_reset:  # several terms share this state: reset it once
             return
-        self._last_reset = rows
-        self.air_time.index_fill_(0, rows, 0.0)
-        self.contact_time.index_fill_(0, rows, 0.0)
+        self._last_reset = done
+        mask = done.unsqueeze(1)
+        self.air_time.masked_fill_(mask, 0.0)
+        self.contact_time.masked_fill_(mask, 0.0)
 
 
 # ---- shared raw quantities ----------------------------------------------------------
@@ -202,8 +203,8 @@ class _FeetTerm:
         self.command_threshold = p.get("command_threshold", 0.1)
         self.threshold = p.get("threshold", 0.4)
 
-    def reset(self, rows: torch.Tensor) -> None:
-        self.feet.reset(rows)
+    def reset(self, done: torch.Tensor) -> None:
+        self.feet.reset(done)
 
     def active(self, env) -> torch.Tensor:
         return _command_speed(env.command_manager.command(self.command_name)) > self.command_threshold
@@ -253,8 +254,8 @@ class velocity_rewards:
         self.group[:3, 0] = self.group[3:, 1] = 1.0
         self.ones = torch.ones(env.num_envs, 1, device=dev)
 
-    def reset(self, rows: torch.Tensor) -> None:
-        self.feet.reset(rows)
+    def reset(self, done: torch.Tensor) -> None:
+        self.feet.reset(done)
 
     def __call__(self, env) -> torch.Tensor:
         robot, am = env.robot, env.action_manager
