@@ -31,20 +31,21 @@ class ManagerBasedRlEnv:
     4. terminations: ``terminated`` (terminal terms) vs ``truncated`` (time-out terms);
     5. rewards: weighted terms on the post-physics, pre-reset state; episode sums;
     6. final observations: every group on the post-physics, pre-reset state (history not
-       advanced), returned as ``info["final_obs"]`` (done rows are the meaningful ones). It
-       is computed before the row gathering so that on a DEVICE plane its kernels queue
-       behind physics instead of after the sync;
-    7. done rows = terminated | truncated, gathered on device (the step's one host sync:
-       the contract's ``set_state`` needs a row count), plus rows hit by interval events;
-    8. ONE reset transaction: curriculum, then per-manager bookkeeping for done rows
-       (episode sums logged, actions zeroed, commands resampled, history marked), every
-       reset-mode event writes into the transaction's qpos/qvel, interval events
-       (pushes) write their rows after them, then ONE ``backend.set_state`` call. The
-       contract makes the written rows' views authoritative on return; nothing re-steps
-       physics;
-    9. observations of the post-reset state (done rows show their new episode); when no
+       advanced), returned as ``info["final_obs"]`` (done rows are the meaningful ones);
+    7. ONE reset transaction for done = terminated | truncated, in two halves:
+       a. masked, no row list (so no host sync; on a DEVICE plane these kernels queue
+          behind physics): curriculum; every manager's bookkeeping for done rows (episode
+          sums logged and zeroed, actions zeroed, commands resampled, history marked,
+          episode lengths zeroed); every reset-mode event writes an episode start for all
+          rows into the transaction; interval events (pushes) edit its velocities where
+          they fired;
+       b. gathering: the rows that reset or were pushed are gathered on device (the step's
+          one host sync: the contract's ``set_state`` needs a row count), model-field reset
+          events run for the reset rows, then ONE ``backend.set_state`` call. The contract
+          makes the written rows' views authoritative on return; nothing re-steps physics;
+    8. observations of the post-reset state (done rows show their new episode); when no
        row was written this step, the observations of step 6 are reused;
-    10. metrics: accumulate on device (flushed by ``flush_metrics``), recorders.
+    9. metrics: accumulate on device (flushed by ``flush_metrics``), recorders.
 
     Ended envs reset inside ``step``; ``obs`` is post-reset. Construction performs a full
     reset, so ``step`` may be called before ``reset``.
