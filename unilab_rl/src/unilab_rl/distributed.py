@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -81,7 +82,18 @@ def stop_consensus(device: torch.device) -> Callable[[bool], bool]:
 
 def synchronize_learner(agent: OffPolicyAgent, rank: RankInfo) -> None:
     """Give every rank rank 0's learner state (weights, optimizers, normalizers)."""
-    state = [agent.state_dict() if rank.is_main else None]
+    # Sent through the CPU: unpickled CUDA tensors would land on rank 0's GPU index.
+    state = [_on_cpu(agent.state_dict()) if rank.is_main else None]
     dist.broadcast_object_list(state, src=0)
     if not rank.is_main:
         agent.load_state_dict(state[0])
+
+
+def _on_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _on_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_on_cpu(item) for item in value)
+    return value
