@@ -199,6 +199,36 @@ def test_buffers_are_sized_from_the_model(backend):
     assert diag["njmax"] >= 64 and diag["overflow_worlds"] == 0
 
 
+@pytest.mark.parametrize("field, scale", [("geom_friction", 0.2), ("body_mass", 3.0)])
+def test_model_field_writes_reach_the_captured_physics(builtin_model, field, scale):
+    # Rows 0 and 1 start alike; only row 0's field is written, after the step graph was
+    # captured, so the graph must read the new per-env values for the rows to diverge.
+    model = mujoco.MjModel.from_xml_path(builtin_model)
+    b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu")
+    try:
+        qvel = torch.zeros(2, model.nv)
+        qvel[:, 0] = 1.0  # sliding forward on the left foot
+        b.set_state(torch.arange(2), torch.tensor(model.qpos0, dtype=torch.float32).repeat(2, 1), qvel)
+        b.step(torch.zeros(2, 3), 2)
+        values = b.model_field(field)
+        b.set_model_field(field, torch.tensor([0]), values[:1] * scale)
+        assert torch.equal(b.model_field(field)[1], values[1]), "row 1 must keep its value"
+        for _ in range(20):
+            b.step(torch.zeros(2, 3), 2)
+        q = b.views().qpos
+        assert torch.isfinite(q).all()
+        assert (q[0] - q[1]).abs().max() > 1e-2, f"{field} write did not change row 0's physics"
+    finally:
+        b.close()
+
+
+def test_friction_that_would_make_mujoco_warp_nan_is_refused(backend):
+    friction = backend.model_field("geom_friction")
+    with pytest.raises(ContractViolation, match="geom_friction"):
+        backend.set_model_field("geom_friction", torch.tensor([0]), friction[:1] * 0.0)
+    assert torch.equal(backend.model_field("geom_friction"), friction), "a refused write changes nothing"
+
+
 def test_accelerometer_is_refused(builtin_model):
     xml = Path(builtin_model).read_text().replace("<sensor>", '<sensor><accelerometer site="imu"/>')
     with pytest.raises(ContractViolation, match="accelerometer"):

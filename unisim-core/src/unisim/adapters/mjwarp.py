@@ -59,7 +59,13 @@ SENSOR_KINDS = frozenset({
     "subtreecom", "subtreelinvel", "subtreeangmom", "clock",
 })
 
+# Per-env model fields for domain randomization. mujoco_warp reads batched model fields as
+# field[world % batch], so put_model gives them a num_envs batch and writes go straight into
+# that memory; like the mujoco adapter, derived constants are not recomputed.
+MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
+
 OPTIONS = ("nconmax", "njmax", "graph", "validate")
+_MIN_SLIDING_FRICTION = 1e-3
 
 
 def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> MjWarpBackend:
@@ -90,7 +96,7 @@ class MjWarpBackend(SimBackend):
         self._has_cameras = mjmodel.ncam > 0
         self._wp_device = warp_device(device)
         self._cuda = device.type == "cuda"
-        features = {Feature.BODY_VIEWS}
+        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES}
         if mjmodel.nsensor:
             features.add(Feature.SENSOR_VIEWS)
         if self._cuda and graph:
@@ -98,13 +104,13 @@ class MjWarpBackend(SimBackend):
         self._capabilities = Capabilities(
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
-            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset())
+            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS)
         default_nconmax, default_njmax = default_buffer_sizes(mjmodel)
         nconmax = default_nconmax if nconmax is None else nconmax
         njmax = default_njmax if njmax is None else njmax
         wp.init()
         with wp.ScopedDevice(self._wp_device):
-            self._m = mjw.put_model(mjmodel)
+            self._m = mjw.put_model(mjmodel, batch_sizes=dict.fromkeys(MODEL_FIELDS, num_envs))
             self._d = mjw.make_data(mjmodel, nworld=num_envs, nconmax=nconmax, njmax=njmax)
             self._rootid = wp.array(mjmodel.body_rootid.astype("int32"), dtype=wp.int32)
             nbody = mjmodel.nbody
@@ -123,6 +129,7 @@ class MjWarpBackend(SimBackend):
         self._time = wp.to_torch(d.time)
         self._warmstart = wp.to_torch(d.qacc_warmstart)
         self._overflow = wp.to_torch(d.overflow)
+        self._fields = {name: wp.to_torch(getattr(self._m, name)) for name in MODEL_FIELDS}
         self._views = BackendViews(
             qpos=self._qpos, qvel=self._qvel,
             body_pos_w=wp.to_torch(d.xpos), body_quat_w=wp.to_torch(d.xquat),
@@ -179,6 +186,22 @@ class MjWarpBackend(SimBackend):
             with self._scope():
                 self._publish()
         self._set_state_calls += 1
+
+    def _model_field(self, name: str) -> torch.Tensor:
+        return self._fields[name].clone()  # a snapshot: callers edit it and write it back
+
+    def _set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
+        # The graphs read these arrays by pointer, so the write is in place and needs no recapture.
+        if name == "geom_friction":
+            # Sliding friction below ~1e-3 turns that world's state into NaN on its first
+            # contact step in mujoco_warp (float32; seen at 1e-4 on warp's CPU device) while
+            # MuJoCo C copes, so refuse it loudly instead. Event path: one sync is fine.
+            lowest = float(values[..., 0].min())
+            if lowest < _MIN_SLIDING_FRICTION:
+                raise ContractViolation(
+                    f"values: geom_friction sliding coefficients must be >= {_MIN_SLIDING_FRICTION} on "
+                    f"mjwarp (smaller ones make mujoco_warp produce NaN), got {lowest:g}")
+        self._fields[name].index_copy_(0, rows, values)
 
     def diagnostics(self) -> dict[str, Any]:
         # The only place overflow and contact counts cross to the host.
