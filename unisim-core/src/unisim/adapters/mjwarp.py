@@ -101,6 +101,10 @@ class MjWarpBackend(SimBackend):
             features.add(Feature.SENSOR_VIEWS)
         if self._cuda and graph:
             features.add(Feature.GRAPH_CAPTURE)
+        if not self._cuda:
+            # warp's CPU device runs each kernel serially, so contact order (atomics on CUDA)
+            # is fixed and runs repeat bit for bit; on CUDA they do not, so it is not declared.
+            features.add(Feature.DETERMINISTIC)
         self._capabilities = Capabilities(
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
