@@ -96,19 +96,6 @@ class MjWarpBackend(SimBackend):
         self._has_cameras = mjmodel.ncam > 0
         self._wp_device = warp_device(device)
         self._cuda = device.type == "cuda"
-        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES}
-        if mjmodel.nsensor:
-            features.add(Feature.SENSOR_VIEWS)
-        if self._cuda and graph:
-            features.add(Feature.GRAPH_CAPTURE)
-        if not self._cuda:
-            # warp's CPU device runs each kernel serially, so contact order (atomics on CUDA)
-            # is fixed and runs repeat bit for bit; on CUDA they do not, so it is not declared.
-            features.add(Feature.DETERMINISTIC)
-        self._capabilities = Capabilities(
-            data_plane=DataPlane.DEVICE, device=device,
-            selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
-            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS)
         default_nconmax, default_njmax = default_buffer_sizes(mjmodel)
         nconmax = default_nconmax if nconmax is None else nconmax
         njmax = default_njmax if njmax is None else njmax
@@ -144,11 +131,29 @@ class MjWarpBackend(SimBackend):
         self._graphs: dict[int, Any] = {}
         self._publish_graph = self._capture(self._publish) if graph else None
         self._use_graph = self._publish_graph is not None
+        self._capabilities = self._declare(mjmodel, device)
         self._stream_key: int | None = None
         self._stream = None
         self._physics_steps = 0
         self._env_steps = 0
         self._set_state_calls = 0
+
+    def _declare(self, mjmodel: mujoco.MjModel, device: torch.device) -> Capabilities:
+        # Declared after the publish graph was captured, so GRAPH_CAPTURE is only claimed
+        # when capture really worked on this device.
+        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES}
+        if mjmodel.nsensor:
+            features.add(Feature.SENSOR_VIEWS)
+        if self._cuda and self._use_graph:
+            features.add(Feature.GRAPH_CAPTURE)
+        if not self._cuda:
+            # warp's CPU device runs each kernel serially, so contact order (atomics on CUDA)
+            # is fixed and runs repeat bit for bit; on CUDA they do not, so it is not declared.
+            features.add(Feature.DETERMINISTIC)
+        return Capabilities(
+            data_plane=DataPlane.DEVICE, device=device,
+            selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
+            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS)
 
     # ---- declarations -------------------------------------------------------------
     @property
