@@ -186,10 +186,19 @@ def run(args: argparse.Namespace) -> dict:
     for e in set(envs.values()):
         e.flush_metrics()
 
-    # Profiled pass: per-phase split (timings only exist with the flag on).
+    # Profiled pass: per-phase split (timings only exist with the flag on), and the
+    # adapter's own counters (when it publishes them) for redundant physics in resets.
+    before = env.backend.diagnostics()
     env.timer.enabled = True
     for k in range(steps):
         env.step(zeros)
+    after = env.backend.diagnostics()
+    counters = {}
+    for key in ("physics_steps", "set_state_calls"):
+        if isinstance(before.get(key), int) and isinstance(after.get(key), int):
+            counters[f"{key}_per_env_step"] = (after[key] - before[key]) / steps
+    if "physics_steps_per_env_step" in counters:
+        counters["redundant_physics_steps_per_env_step"] = counters["physics_steps_per_env_step"] - env.decimation
     phases = {k.removeprefix("time/"): v for k, v in env.flush_metrics().items() if k.startswith("time/")}
     env.timer.enabled = False
     phases["manager_overhead_ms"] = phases["step_total_ms"] - phases["backend_step_ms"]
@@ -227,7 +236,7 @@ def run(args: argparse.Namespace) -> dict:
         "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
-        "fusion": fusion, "host_syncs_per_env_step": syncs,
+        "fusion": fusion, "host_syncs_per_env_step": syncs, "backend_counters": counters,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -251,6 +260,8 @@ def _print(record: dict) -> None:
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))
     print(f"  backend_step share of the env step (profiled pass): {record['backend_step_share_of_env_step']:.3f}")
     print(f"  python calls per env step: {record['python_calls_per_env_step']:.0f}")
+    if record["backend_counters"]:
+        print("  backend counters: " + ", ".join(f"{k} {v:.2f}" for k, v in record["backend_counters"].items()))
     if record["host_syncs_per_env_step"] is not None:
         print(f"  host syncs per env step (torch sync debug mode): {record['host_syncs_per_env_step']:.2f}")
     print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
