@@ -131,3 +131,11 @@ def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
     after = env.backend.model_field("geom_friction")
     assert not torch.equal(after[1], before[1])
     assert torch.equal(after[[0, 2, 3]], before[[0, 2, 3]])
+
+
+def test_unknown_backend_is_refused_listing_the_active_ones():
+    import unilab
+
+    with pytest.raises(ValueError, match=r"unknown backend 'bullet'.*mujoco"):
+        unilab.make_manager_based_rl_env("g1_walk_flat", backend="bullet", num_envs=2)
+
