@@ -1,0 +1,28 @@
+"""The env benchmark runs end to end and writes the record the perf docs rely on."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from unilab import bench
+
+
+def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
+    out = tmp_path / "bench.json"
+    threads = torch.get_num_threads()  # the bench sets one thread on cpu; keep the suite's setting
+    try:
+        bench.main(["--backend", "mujoco", "--num-envs", "2", "--steps", "3", "--warmup", "1", "--samples", "3",
+                    "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    record = json.loads(out.read_text())
+    assert set(record["env_steps_per_s"]) == {"raw", "env_zero", "env_random", "env_unfused"}
+    assert all(set(v) == {"min", "median", "max"} for v in record["env_steps_per_s"].values())
+    for phase in ("backend_step_ms", "update_state_ms", "reset_done_ms", "manager_overhead_ms"):
+        assert record["phases_ms_per_step"][phase] >= 0
+    assert record["python_calls_per_env_step"] > 0
+    assert record["fusion"]["reward_torch_calls_fused"] < record["fusion"]["reward_torch_calls_unfused"]
+    assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
+    assert record["num_envs"] == 2 and record["git_commit"]
