@@ -190,9 +190,8 @@ class ManagerBasedRlEnv:
             return None
         cmd = next(iter(cmds.values())).command
         r = self.robot
-        xy = torch.linalg.vector_norm(cmd[:, :2] - r.root_lin_vel_b[:, :2], dim=1).mean()
-        yaw = (cmd[:, 2] - r.root_ang_vel_b[:, 2]).abs().mean()
-        return torch.stack((xy, yaw))
+        err = cmd - torch.cat((r.root_lin_vel_b[:, :2], r.root_ang_vel_b[:, 2:]), dim=1)
+        return torch.stack((torch.linalg.vector_norm(err[:, :2], dim=1).mean(), err[:, 2].abs().mean()))
 
     def _begin_reset(self, done: torch.Tensor, pushed: torch.Tensor | None, log: bool) -> StateTransaction:
         """Every manager's reset bookkeeping for the ``done`` rows, masked (no row list, so

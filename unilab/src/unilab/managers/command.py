@@ -25,6 +25,7 @@ class VelocityCommand:
         self.is_standing = torch.zeros(n, dtype=torch.bool, device=dev)
         self.is_heading = torch.zeros(n, dtype=torch.bool, device=dev)
         self.heading_target = torch.zeros(n, device=dev)
+        self._candidates: tuple[torch.Tensor, ...] | None = None
         self.set_ranges(cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z)
 
     def set_ranges(self, lin_vel_x=None, lin_vel_y=None, ang_vel_z=None) -> None:
@@ -52,7 +53,10 @@ class VelocityCommand:
     def step(self, dt: float) -> None:
         self.time_left -= dt
         expired = self.time_left <= 0.0
-        twist, standing, heading_env, heading, period = self._draw(self.env.num_envs)
+        # One set of candidates per step serves both the expired rows here and the rows
+        # that reset later in the step (a row doing both just keeps the same sample).
+        self._candidates = self._draw(self.env.num_envs)
+        twist, standing, heading_env, heading, period = self._candidates
         self.sampled = torch.where(expired[:, None], twist, self.sampled)
         self.is_standing = torch.where(expired, standing, self.is_standing)
         self.is_heading = torch.where(expired, heading_env, self.is_heading)
@@ -69,8 +73,11 @@ class VelocityCommand:
         self.command = cmd * (~self.is_standing).unsqueeze(1)
 
     def reset(self, done: torch.Tensor) -> None:
-        """Resample the ``done`` rows (masked: candidates for all rows, no row list)."""
-        twist, standing, heading_env, heading, period = self._draw(self.env.num_envs)
+        """Resample the ``done`` rows (masked: this step's candidates, no row list)."""
+        if self._candidates is None:  # a reset outside step (env.reset)
+            self._candidates = self._draw(self.env.num_envs)
+        twist, standing, heading_env, heading, period = self._candidates
+        self._candidates = None
         self.sampled = torch.where(done.unsqueeze(1), twist, self.sampled)
         self.is_standing = torch.where(done, standing, self.is_standing)
         self.is_heading = torch.where(done, heading_env, self.is_heading)
