@@ -51,7 +51,8 @@ class ObsGroupCfg(Strict):
 
 class RewardTermCfg(TermCfg):
     """``weight`` for a single-output term; ``weights`` (component -> weight) for a fused
-    term returning ``(N, k)`` in the order of its ``components``."""
+    term returning ``(N, k)`` in the order of its ``components`` (missing components weigh
+    0; ``weight`` still scales them all)."""
 
     weight: float = 1.0
     weights: dict[str, float] | None = None
