@@ -10,6 +10,7 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 ALLOW_EMPTY := ; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
 
 .PHONY: install check test test-all conformance bench g1-scene
+G1_SCENE = $$($(PY) -c "from unilab.assets import g1_scene_path; print(g1_scene_path())")
 
 install:
 	python3 -m venv $(VENV)
@@ -19,7 +20,7 @@ install:
 	$(PY) -m unilab.assets.robot_files
 
 g1-scene:
-	@$(PY) -c "from unilab.assets import g1_scene_path; print(g1_scene_path())"
+	@echo $(G1_SCENE)
 
 check:
 	$(VENV)/bin/lint-imports
@@ -31,12 +32,20 @@ test:
 	$(MAKE) conformance BACKEND=mujoco DEVICE=cpu
 
 test-all:
-	$(PYTEST) unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)
+	UNISIM_G1_SCENE=$(G1_SCENE) $(PYTEST) unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)
 	$(MAKE) conformance BACKEND=mujoco,mjwarp,genesis DEVICE=cpu
 
 conformance:
 	$(PYTEST) --pyargs unisim.conformance --unisim-backend $(BACKEND) --unisim-device $(DEVICE) \
-		--unisim-num-envs $(NUM_ENVS) --unisim-model builtin,$$($(PY) -c "from unilab.assets import g1_scene_path; print(g1_scene_path())")
+		--unisim-num-envs $(NUM_ENVS) --unisim-model builtin,$(G1_SCENE)
 
+# CPU by default; DEVICE=cuda runs the GPU benchmarks (mjwarp/genesis adapters, env on mjwarp).
 bench:
-	$(PY) -m unisim.bench_mujoco --num-envs 64,1024 --out docs/perf/latest-mujoco-backend.json
+ifeq ($(DEVICE),cuda)
+	$(VENV)/bin/unilab-bench backend --model $(G1_SCENE) --device cuda --envs 1024,4096,8192 \
+		--genesis-envs 1024,4096,8192 --out docs/perf/latest-backend-cuda.json
+	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --out docs/perf/latest-env-mjwarp-4096.json
+else
+	$(VENV)/bin/unilab-bench backend-host --model $(G1_SCENE) --num-envs 64,1024 --out docs/perf/latest-backend-mujoco.json
+	$(VENV)/bin/unilab-bench env --backend mujoco --num-envs 1024 --out docs/perf/latest-env-mujoco-1024.json
+endif

@@ -11,9 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from unilab_gates import manifests
-from unilab_gates.ast_contracts import backend_name_violations, private_attribute_violations
+from unilab_gates.ast_contracts import (
+    backend_name_violations,
+    private_attribute_violations,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"

@@ -11,6 +11,8 @@ from unilab.robot import MissingCapability
 from unilab.tasks.g1_walk_flat import g1_walk_flat
 from unisim import Feature
 
+import unilab
+
 N = 4
 
 
@@ -118,8 +120,7 @@ def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
     from unilab.terms.events import randomize_friction
 
     def owner():
-        from conftest import _controlled
-        cfg = _controlled()
+        cfg = unilab.task_config("test_controlled")  # registered by this folder's conftest
         cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.5, 1.5)})
         return cfg
 

@@ -1,5 +1,4 @@
 import pytest
-
 from unisim.conformance import BUILTIN_MODEL
 
 

@@ -2,7 +2,6 @@ import dataclasses
 
 import pytest
 import torch
-
 from unisim import Capabilities, ContractViolation, DataPlane, Feature, ResetPublication
 
 

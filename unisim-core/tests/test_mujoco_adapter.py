@@ -4,7 +4,6 @@ import mujoco
 import numpy as np
 import pytest
 import torch
-
 import unisim
 from unisim.conformance.test_conformance import random_state
 

@@ -1,7 +1,6 @@
 import tomllib
 
 import pytest
-
 import unisim
 from unisim.scope import workspace_file
 

@@ -100,7 +100,7 @@ def bench(model_path: str, num_envs: int, nthread: int, substeps: int, samples: 
             "ratio_median": statistics.median(adapter_rates) / statistics.median(raw_rates)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="MJCF path (default: the built-in model)")
     parser.add_argument("--num-envs", default="64,1024")
@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=1.0, help="approximate time per sample")
     parser.add_argument("--out", default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from unisim.conformance import BUILTIN_MODEL
 
     model = args.model or str(BUILTIN_MODEL)

@@ -12,8 +12,15 @@ from pathlib import Path
 import mujoco
 
 from unisim.errors import ContractViolation
-from unisim.inventory import (ActuatorInfo, BodyInfo, Inventory, JointInfo, Keyframe, SensorInfo,
-                              StateWidths)
+from unisim.inventory import (
+    ActuatorInfo,
+    BodyInfo,
+    Inventory,
+    JointInfo,
+    Keyframe,
+    SensorInfo,
+    StateWidths,
+)
 
 _JOINT_KINDS = {
     int(mujoco.mjtJoint.mjJNT_FREE): ("free", 7, 6),

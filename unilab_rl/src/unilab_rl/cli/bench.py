@@ -31,6 +31,10 @@ from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unilab-bench", description="Benchmarks of the training stack.")
     sub = parser.add_subparsers(dest="what", required=True)
+    for name, what in (("env", "Manager env step vs raw physics (python -m unilab.bench --help)"),
+                       ("backend", "mjwarp/genesis adapter vs raw (python -m unisim.bench --help)"),
+                       ("backend-host", "mujoco adapter vs raw rollout (python -m unisim.bench_mujoco --help)")):
+        sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--task", default="g1_walk_flat")
     collector.add_argument("--backend", default="mujoco")
@@ -124,7 +128,24 @@ def _git_commit() -> str:
         return "unknown"
 
 
+def _delegated() -> dict[str, Any]:
+    """Benchmarks of the lower layers, reachable from one CLI (this is the composition root)."""
+    import unilab.bench
+    import unisim.bench
+    import unisim.bench_mujoco
+
+    return {
+        "env": unilab.bench.main,  # Manager env step vs raw physics of the same scene
+        "backend": unisim.bench.main,  # mjwarp adapter vs raw graph replay; set_state; genesis
+        "backend-host": unisim.bench_mujoco.main,  # mujoco adapter vs raw mujoco.rollout
+    }
+
+
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("env", "backend", "backend-host"):
+        _delegated()[argv[0]](argv[1:])
+        return 0
     args = build_parser().parse_args(argv)
     try:
         if factory is None:

@@ -18,8 +18,9 @@ import torch
 class FirstEpisodeRecorder:
     def __init__(self, env: Any, task: str, env_overrides: dict[str, str], path: Path,
                  width: int = 640, height: int = 480, max_frames: int = 1500) -> None:
-        from unilab import task_config
         from unilab.assets.video import SceneVideo
+
+        from unilab import task_config
 
         scene = task_config(task, env_overrides).scene()
         self.video = SceneVideo(scene, path, fps=round(1.0 / env.step_dt), width=width, height=height)
