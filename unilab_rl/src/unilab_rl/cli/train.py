@@ -6,9 +6,9 @@ changes nothing on disk.
 
 Exit codes: 0 done, 2 bad input, 130 interrupted (SIGINT; a checkpoint was saved first).
 
-Several GPUs: ``torchrun --nproc-per-node=N -m unilab_rl.cli.train ...`` (one process per GPU,
-each with its own envs and replay, seeds offset by rank, gradients averaged, rank 0 logs and
-checkpoints; see unilab_rl.distributed).
+Several GPUs: ``unilab-train --nproc N ...``, which launches ``torchrun --nproc-per-node=N -m
+unilab_rl.cli.train ...`` (one process per GPU, each with its own envs and replay, seeds offset
+by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distributed).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -61,8 +62,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-tensorboard", action="store_true")
     parser.add_argument("--torch-threads", type=int, default=None,
                         help="intra-op threads for the learner; default 1 when the env runs on the CPU")
+    parser.add_argument("--nproc", type=int, default=1,
+                        help="processes (one per GPU) to launch through torchrun; 1 = this process trains")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
+
+
+# NVLink multicast stays off on shared machines (never create multicast objects).
+TORCHRUN_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def launch_torchrun(nproc: int, argv: list[str]) -> int:
+    """Re-run this command as ``nproc`` torchrun ranks (argv without --nproc); their exit code."""
+    if distributed.rank_from_environment() is not None:
+        raise UsageError("--nproc is for the launching command; this process is already a torchrun rank")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+               "-m", "unilab_rl.cli.train", *argv]
+    env = {**os.environ, **{k: os.environ.get(k, v) for k, v in TORCHRUN_ENV.items()}}
+    return subprocess.run(command, env=env, check=False).returncode
+
+
+def _without_nproc(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for i, token in enumerate(argv):
+        if skip:
+            skip = False
+        elif token == "--nproc":
+            skip = i + 1 < len(argv)
+        elif not token.startswith("--nproc="):
+            out.append(token)
+    return out
 
 
 def default_env_factory() -> tuple[EnvFactory, list[str]]:
@@ -204,8 +233,16 @@ def _print_summary(result: Any) -> None:
 
 
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     try:
+        if args.nproc < 1:
+            raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+        if args.nproc > 1:
+            if factory is None or tasks is None:
+                factory, tasks = default_env_factory()
+            prepare(args, tasks)  # bad input fails here, once, before any rank starts
+            return launch_torchrun(args.nproc, _without_nproc(argv))
         if factory is None or tasks is None:
             factory, tasks = default_env_factory()
         return train(args, factory, tasks)
