@@ -29,6 +29,10 @@ class SimBackend(abc.ABC):
 
     num_envs: int
     validate: bool  # False skips the input checks that cost a device sync (proven callers only)
+    # Set once by every adapter's constructor; the accessors below serve them.
+    _capabilities: Capabilities
+    _inventory: Inventory
+    _views: BackendViews
 
     def __init__(self, num_envs: int, validate: bool = True) -> None:
         self.num_envs = num_envs
@@ -37,11 +41,11 @@ class SimBackend(abc.ABC):
 
     # ---- declarations -------------------------------------------------------------
     @property
-    @abc.abstractmethod
-    def capabilities(self) -> Capabilities: ...
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
 
-    @abc.abstractmethod
-    def inventory(self) -> Inventory: ...
+    def inventory(self) -> Inventory:
+        return self._inventory
 
     def state_widths(self) -> StateWidths:
         return self.inventory().widths
@@ -56,8 +60,9 @@ class SimBackend(abc.ABC):
         return self.inventory().timestep
 
     # ---- lifecycle ----------------------------------------------------------------
-    @abc.abstractmethod
-    def views(self) -> BackendViews: ...
+    def views(self) -> BackendViews:
+        """The live views (an adapter with LAZY publication completes it here)."""
+        return self._views
 
     def step(self, ctrl: torch.Tensor, substeps: int = 1) -> None:
         """Advance every env by ``substeps`` physics steps holding ``ctrl`` (N, nu)."""

@@ -38,7 +38,6 @@ from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublicati
 from unisim.contract import Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.inventory import Inventory
 from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
 from unisim.views import BackendViews
 
@@ -157,17 +156,6 @@ class GenesisBackend(SimBackend):
                 tuple(mjmodel.actuator_forcerange[a]) if mjmodel.actuator_forcelimited[a] else (-float("inf"), float("inf"))
                 for a in range(mjmodel.nu)], dtype=torch.float32, device=device)
             robot.set_dofs_force_range(force[:, 0], force[:, 1], self._act_dofs)
-
-    # ---- declarations -------------------------------------------------------------
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    def inventory(self) -> Inventory:
-        return self._inventory
-
-    def views(self) -> BackendViews:
-        return self._views
 
     # ---- physics ------------------------------------------------------------------
     def _step(self, ctrl: torch.Tensor, substeps: int) -> None:

@@ -46,7 +46,6 @@ from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublicati
 from unisim.contract import Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.inventory import Inventory
 from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
 from unisim.views import BackendViews
 
@@ -154,17 +153,6 @@ class MjWarpBackend(SimBackend):
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
             sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS)
-
-    # ---- declarations -------------------------------------------------------------
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    def inventory(self) -> Inventory:
-        return self._inventory
-
-    def views(self) -> BackendViews:
-        return self._views
 
     # ---- physics ------------------------------------------------------------------
     def _step(self, ctrl: torch.Tensor, substeps: int) -> None:

@@ -36,7 +36,6 @@ from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublicati
 from unisim.contract import SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.inventory import Inventory
 from unisim.mjcf import build_inventory, check_sensor_kinds, compile_spec, load_spec
 from unisim.views import BackendViews
 
@@ -139,17 +138,6 @@ class MujocoHostBackend(SimBackend):
             body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd])
         self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0}
         self._publish(np.arange(num_envs))
-
-    # ---- declarations -----------------------------------------------------------------
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    def inventory(self) -> Inventory:
-        return self._inventory
-
-    def views(self) -> BackendViews:
-        return self._views
 
     def diagnostics(self) -> dict[str, Any]:
         return {"nthread": self._nthread, "per_env_models": self._per_env_models,
