@@ -95,9 +95,13 @@ def bench(model_path: str, num_envs: int, nthread: int, substeps: int, samples: 
     def stats(xs: list[float]) -> dict:
         return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
 
+    # Adjacent raw/adapter samples share the machine's load at that moment: their ratio is
+    # robust to drift on a shared box, the ratio of medians is not.
+    paired = [a / r for a, r in zip(adapter_rates, raw_rates, strict=True)]
     return {"num_envs": num_envs, "nthread": nthread, "substeps": substeps, "iters_per_sample": iters,
             "raw_env_steps_per_s": stats(raw_rates), "adapter_env_steps_per_s": stats(adapter_rates),
-            "ratio_median": statistics.median(adapter_rates) / statistics.median(raw_rates)}
+            "ratio_median": statistics.median(adapter_rates) / statistics.median(raw_rates),
+            "paired_ratio": stats(paired)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -121,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
         r = bench(model, n, args.nthread, args.substeps, args.samples, iters)
         results.append(r)
         print(f"num_envs={n:5d} raw {r['raw_env_steps_per_s']['median']:9.0f} env-steps/s  adapter "
-              f"{r['adapter_env_steps_per_s']['median']:9.0f}  ratio {r['ratio_median']:.3f}  "
+              f"{r['adapter_env_steps_per_s']['median']:9.0f}  ratio {r['ratio_median']:.3f}  paired ratio "
+              f"{r['paired_ratio']['min']:.3f}/{r['paired_ratio']['median']:.3f}/{r['paired_ratio']['max']:.3f}  "
               f"(adapter min/max {r['adapter_env_steps_per_s']['min']:.0f}/{r['adapter_env_steps_per_s']['max']:.0f})")
     record = {
         "benchmark": "mujoco adapter step vs raw mujoco.rollout", "model": model,
