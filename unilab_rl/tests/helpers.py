@@ -19,3 +19,45 @@ def tiny_agent(algo: str, env: PointMassEnv | None = None, **overrides):
     env = env or PointMassEnv(num_envs=8)
     config = build_config(algo, {**TINY[algo], **overrides})
     return env, config, build_agent(algo, EnvSpec.from_env(env), config, torch.device("cpu"))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def set_rank_environment(rank: int, world_size: int, port: int) -> None:
+    import os
+
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    torch.set_num_threads(1)
+
+
+def capture_training(captured: dict) -> None:
+    """In a rank process: record the learners' parameters (not buffers: BatchNorm running
+    statistics are per rank by design), the update count and the last critic gradients."""
+    import unilab_rl.runner
+
+    runner_cls = unilab_rl.runner.OffPolicyRunner
+    original_train, original_learn = runner_cls.train, runner_cls.learn
+
+    def learn_and_capture(self, *args, **kwargs):
+        result = original_learn(self, *args, **kwargs)
+        grads = [p.grad.detach().clone() for p in self.agent.critic.parameters() if p.grad is not None]
+        if grads:
+            captured["last_critic_grads"] = grads
+        return result
+
+    def train_and_capture(self, *args, **kwargs):
+        result = original_train(self, *args, **kwargs)
+        captured["actor"] = {k: v.detach().clone() for k, v in self.agent.actor.named_parameters()}
+        captured["critic"] = {k: v.detach().clone() for k, v in self.agent.critic.named_parameters()}
+        captured["updates"] = self.updates
+        return result
+
+    runner_cls.learn = learn_and_capture
+    runner_cls.train = train_and_capture

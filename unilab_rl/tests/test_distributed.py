@@ -2,42 +2,22 @@
 and only rank 0 writes a run directory."""
 
 import os
-import socket
 
 import pytest
 import torch
 import torch.multiprocessing as mp
-from helpers import TINY
+from helpers import TINY, capture_training, free_port, set_rank_environment
 
 WORLD_SIZE = 2
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def rank_worker(rank: int, port: int, out: str, results: str) -> None:
-    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(WORLD_SIZE),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    torch.set_num_threads(1)
-    import unilab_rl.runner
+    set_rank_environment(rank, WORLD_SIZE, port)
     from test_cli import TASKS, fake_factory
     from unilab_rl.cli import train as train_cli
 
     captured = {}
-    original_train = unilab_rl.runner.OffPolicyRunner.train
-
-    def train_and_capture(self, *args, **kwargs):
-        result = original_train(self, *args, **kwargs)
-        # Parameters, not buffers: BatchNorm running statistics are per-rank by design.
-        captured["actor"] = {k: v.detach().clone() for k, v in self.agent.actor.named_parameters()}
-        captured["critic"] = {k: v.detach().clone() for k, v in self.agent.critic.named_parameters()}
-        captured["updates"] = self.updates
-        return result
-
-    unilab_rl.runner.OffPolicyRunner.train = train_and_capture
+    capture_training(captured)
     tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items()] + ["log_every=4"]
     argv = ["--task", "fake_task", "--backend", "fake", "--num-envs", "8", "--steps", "160", "--out", out,
             "--no-progress", "--no-tensorboard", *tokens]

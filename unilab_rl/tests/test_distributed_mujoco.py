@@ -1,14 +1,13 @@
 """Data-parallel training on the real g1_walk_flat env (mujoco backend), 2 CPU ranks over gloo."""
 
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 import torch
 import torch.multiprocessing as mp
-from helpers import TINY
+from helpers import TINY, capture_training, free_port, set_rank_environment
 
 WORLD_SIZE = 2
 ARGV = ["--task", "g1_walk_flat", "--backend", "mujoco", "--algo", "flashsac", "--num-envs", "4",
@@ -16,40 +15,12 @@ ARGV = ["--task", "g1_walk_flat", "--backend", "mujoco", "--algo", "flashsac", "
         *[f"{k}={v}" for k, v in TINY["flashsac"].items()], "log_every=8"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def rank_worker(rank: int, port: int, out: str, results: str) -> None:
-    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(WORLD_SIZE),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    torch.set_num_threads(1)
-    import unilab_rl.runner
+    set_rank_environment(rank, WORLD_SIZE, port)
     from unilab_rl.cli import train as train_cli
 
     captured = {}
-    original_learn = unilab_rl.runner.OffPolicyRunner.learn
-
-    def learn_and_capture(self, *args, **kwargs):
-        result = original_learn(self, *args, **kwargs)
-        grads = [p.grad.detach().clone() for p in self.agent.critic.parameters() if p.grad is not None]
-        if grads:
-            captured["last_critic_grads"] = grads
-        return result
-
-    unilab_rl.runner.OffPolicyRunner.learn = learn_and_capture
-    original_train = unilab_rl.runner.OffPolicyRunner.train
-
-    def train_and_capture(self, *args, **kwargs):
-        result = original_train(self, *args, **kwargs)
-        captured["actor"] = {k: v.detach().clone() for k, v in self.agent.actor.named_parameters()}
-        captured["critic"] = {k: v.detach().clone() for k, v in self.agent.critic.named_parameters()}
-        captured["updates"] = self.updates
-        return result
-
-    unilab_rl.runner.OffPolicyRunner.train = train_and_capture
+    capture_training(captured)
     code = train_cli.main([*ARGV, "--out", out])
     torch.save({"code": code, **captured}, os.path.join(results, f"rank{rank}.pt"))
 

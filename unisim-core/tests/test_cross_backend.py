@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import unisim
+from unisim.conformance.test_conformance import random_state
 from unisim.mjcf import build_inventory, load_model
 
 TOL = 1e-4
@@ -28,21 +29,6 @@ EXTRA_SENSORS = """
     <frameangvel objtype="site" objname="tilted"/> <jointvel joint="right_hip"/>
     <gyro site="tilted"/> <velocimeter site="tilted"/>
   </sensor>"""
-
-
-def shared_state(inv: unisim.Inventory, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    qpos = torch.zeros(n, inv.widths.nq)
-    for j in inv.joints:
-        a = j.qpos_adr
-        if j.kind == "free":
-            qpos[:, a:a + 3] = torch.tensor([0.3, -0.2, 0.85]) + 0.05 * torch.randn(n, 3, generator=g)
-            quat = torch.randn(n, 4, generator=g)
-            qpos[:, a + 3:a + 7] = quat / quat.norm(dim=1, keepdim=True)
-        else:
-            lo, hi = j.range if j.range is not None else (-1.0, 1.0)
-            qpos[:, a] = (lo + hi) / 2 + 0.25 * (hi - lo) * (2 * torch.rand(n, generator=g) - 1)
-    return qpos, 0.5 * torch.randn(n, inv.widths.nv, generator=g)
 
 
 def published(name: str, model: str, n: int, rows: torch.Tensor, qpos: torch.Tensor,
@@ -81,7 +67,7 @@ def test_three_backends_publish_the_same_kinematics_from_the_same_state(hopper_x
     n = 3
     inv = build_inventory(load_model(hopper_xml))
     rows = torch.tensor([0, 2])
-    qpos, qvel = shared_state(inv, len(rows), 11)
+    qpos, qvel = random_state(inv, len(rows), 11)
     assert_agree({name: published(name, hopper_xml, n, rows, qpos, qvel) for name in BACKENDS})
 
 
@@ -95,5 +81,5 @@ def test_three_backends_agree_on_the_g1_scene():
     n = 4
     inv = build_inventory(load_model(path))
     rows = torch.tensor([1, 3])
-    qpos, qvel = shared_state(inv, len(rows), 12)
+    qpos, qvel = random_state(inv, len(rows), 12)
     assert_agree({name: published(name, path, n, rows, qpos, qvel) for name in BACKENDS})

@@ -23,7 +23,7 @@ def test_declares_host_bridge_immediate_publication(backend):
 
 
 def test_views_match_mj_forward_after_stepping(backend, builtin_model):
-    qpos, qvel = random_state(backend, 3, 11)
+    qpos, qvel = random_state(backend.inventory(), 3, 11)
     backend.set_state(torch.arange(3), qpos, qvel)
     backend.step(torch.full((3, 3), 0.2), substeps=3)
     m = mujoco.MjModel.from_xml_path(builtin_model)
@@ -44,7 +44,7 @@ def test_views_match_mj_forward_after_stepping(backend, builtin_model):
 
 
 def test_stepping_matches_plain_mj_step(backend, builtin_model):
-    qpos, qvel = random_state(backend, 3, 12)
+    qpos, qvel = random_state(backend.inventory(), 3, 12)
     backend.set_state(torch.arange(3), qpos, qvel)
     ctrl = torch.tensor([[0.1, -0.2, 0.3]]).repeat(3, 1)
     backend.step(ctrl, substeps=4)

@@ -40,9 +40,8 @@ def reference(case, num_envs):
 
 
 # ---- helpers -------------------------------------------------------------------------
-def random_state(backend: SimBackend, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def random_state(inv: unisim.Inventory, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """A valid, off-nominal state: random base pose, joints at random half-range values."""
-    inv = backend.inventory()
     g = torch.Generator().manual_seed(seed)
     qpos = torch.zeros(n, inv.widths.nq)
     for j in inv.joints:
@@ -130,7 +129,7 @@ def test_views_are_live_objects(backend):
 
 # ---- stepping ------------------------------------------------------------------------
 def test_step_is_finite_and_advances(backend):
-    qpos, qvel = to(backend, *random_state(backend, backend.num_envs, 1))
+    qpos, qvel = to(backend, *random_state(backend.inventory(), backend.num_envs, 1))
     backend.set_state(all_rows(backend), qpos, qvel)
     before = snapshot(backend)
     steps = physics_steps(backend)
@@ -147,10 +146,10 @@ def test_step_is_finite_and_advances(backend):
 # ---- selected reset ------------------------------------------------------------------
 def test_selected_reset_is_authoritative_without_a_step(backend, reference):
     n = backend.num_envs
-    base_q, base_v = random_state(backend, n, 2)
+    base_q, base_v = random_state(backend.inventory(), n, 2)
     backend.set_state(all_rows(backend), *to(backend, base_q, base_v))
     rows = torch.tensor([0, n - 1] if n > 1 else [0])
-    new_q, new_v = random_state(backend, len(rows), 3)
+    new_q, new_v = random_state(backend.inventory(), len(rows), 3)
     steps = physics_steps(backend)
     backend.set_state(rows.to(backend.device), *to(backend, new_q, new_v))
     assert physics_steps(backend) == steps, "set_state must not step physics"
@@ -169,11 +168,11 @@ def test_selected_reset_leaves_other_rows_untouched(backend):
     n = backend.num_envs
     if n < 2:
         pytest.skip("needs at least 2 envs")
-    backend.set_state(all_rows(backend), *to(backend, *random_state(backend, n, 4)))
+    backend.set_state(all_rows(backend), *to(backend, *random_state(backend.inventory(), n, 4)))
     backend.step(torch.zeros(n, backend.state_widths().nu, device=backend.device), 1)
     before = snapshot(backend)
     rows = torch.tensor([1])
-    backend.set_state(rows.to(backend.device), *to(backend, *random_state(backend, 1, 5)))
+    backend.set_state(rows.to(backend.device), *to(backend, *random_state(backend.inventory(), 1, 5)))
     after = snapshot(backend)
     others = torch.tensor([i for i in range(n) if i != 1])
     for name in before:
@@ -197,7 +196,7 @@ def test_determinism_where_declared(backend, case):
     name, device, model = case
     twin = unisim.create_backend(name, model=model, num_envs=backend.num_envs, device=device)
     try:
-        state = to(backend, *random_state(backend, backend.num_envs, 6))
+        state = to(backend, *random_state(backend.inventory(), backend.num_envs, 6))
         ctrl = 0.1 * torch.ones(backend.num_envs, backend.state_widths().nu, device=backend.device)
         results = []
         for b in (backend, twin):
@@ -248,8 +247,8 @@ def test_bad_substeps_is_rejected(backend):
 def _bad_reset_inputs(backend):
     n, dev = backend.num_envs, backend.device
     nq, nv, _ = backend.state_widths()
-    q, v = to(backend, *random_state(backend, 1, 7))
-    q2, v2 = to(backend, *random_state(backend, 2, 7))
+    q, v = to(backend, *random_state(backend.inventory(), 1, 7))
+    q2, v2 = to(backend, *random_state(backend.inventory(), 2, 7))
     nanq = q.clone()
     nanq[0, -1] = float("inf")
     nanv = v.clone()
