@@ -27,8 +27,11 @@ from unilab_rl.learner import (
     GradientHook,
     autocast_context,
     frozen,
+    load_sac_state_dict,
     optimizer_step,
     polyak_update,
+    sac_state_dict,
+    temperature_step,
 )
 from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
@@ -157,37 +160,19 @@ class FastSAC:
             temperature = self.log_temperature.exp().detach()
             actor_loss = (temperature * log_prob.float() - q).mean()
         optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, cfg.max_grad_norm)
-        entropy = -log_prob.detach().float().mean()
-        temperature_loss = self.log_temperature.exp() * (entropy - self.target_entropy)
-        optimizer_step(self.temperature_optimizer, temperature_loss, self.gradient_hook)
-        return {"actor/loss": actor_loss.detach(), "actor/entropy": entropy,
-                "actor/temperature": self.log_temperature.detach().exp(),
-                "actor/temperature_loss": temperature_loss.detach()}
+        temperature_metrics = temperature_step(self.log_temperature, self.temperature_optimizer, log_prob,
+                                               self.target_entropy, self.gradient_hook)
+        return {"actor/loss": actor_loss.detach(), **temperature_metrics}
 
     # ---- checkpoint state -------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "log_temperature": self.log_temperature.detach().clone(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "temperature_optimizer": self.temperature_optimizer.state_dict(),
+            **sac_state_dict(self),
             "actor_obs_normalizer": self.actor_obs_normalizer.state_dict(),
             "critic_obs_normalizer": self.critic_obs_normalizer.state_dict(),
-            "updates": self.updates,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        with torch.no_grad():
-            self.log_temperature.copy_(state["log_temperature"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.temperature_optimizer.load_state_dict(state["temperature_optimizer"])
+        load_sac_state_dict(self, state)
         self.actor_obs_normalizer.load_state_dict(state["actor_obs_normalizer"])
         self.critic_obs_normalizer.load_state_dict(state["critic_obs_normalizer"])
-        self.updates = int(state["updates"])

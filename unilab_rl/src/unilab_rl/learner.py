@@ -70,3 +70,32 @@ def eval_mode(module: nn.Module) -> Iterator[None]:
         yield
     finally:
         module.train(was_training)
+
+
+def temperature_step(log_temperature: nn.Parameter, optimizer: torch.optim.Optimizer, log_prob: torch.Tensor,
+                     target_entropy: float, gradient_hook: GradientHook | None) -> dict[str, torch.Tensor]:
+    """SAC's learned temperature: move the policy's entropy toward ``target_entropy``."""
+    entropy = -log_prob.detach().float().mean()
+    loss = log_temperature.exp() * (entropy - target_entropy)
+    optimizer_step(optimizer, loss, gradient_hook)
+    return {"actor/entropy": entropy, "actor/temperature": log_temperature.detach().exp(),
+            "actor/temperature_loss": loss.detach()}
+
+
+# What every SAC learner checkpoints; each algorithm adds its own normalizers and noise state.
+_SAC_MODULES = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer", "temperature_optimizer")
+
+
+def sac_state_dict(agent) -> dict:
+    state = {name: getattr(agent, name).state_dict() for name in _SAC_MODULES}
+    state["log_temperature"] = agent.log_temperature.detach().clone()
+    state["updates"] = agent.updates
+    return state
+
+
+def load_sac_state_dict(agent, state: dict) -> None:
+    for name in _SAC_MODULES:
+        getattr(agent, name).load_state_dict(state[name])
+    with torch.no_grad():
+        agent.log_temperature.copy_(state["log_temperature"])
+    agent.updates = int(state["updates"])
