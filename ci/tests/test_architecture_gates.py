@@ -133,3 +133,20 @@ def test_manifest_check_fails_on_drift_and_on_unbumped_surface_change(tmp_path):
     (tmp_path / "v1.json").write_text(json.dumps(bumped_elsewhere))
     errors = manifests.check_contract("simbackend", entry, tmp_path)
     assert any("versions disagree" in e for e in errors)
+
+
+LEGACY_TOKEN = "tensor" + "_runtime"  # spelled in two parts so this file does not trip itself
+
+
+def legacy_token_offenders(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*.py") if ".venv" not in p.parts and LEGACY_TOKEN in p.read_text()]
+
+
+def test_no_legacy_runtime_switch_anywhere_in_the_workspace():
+    offenders = [p for pkg in ("unisim-core", "unilab", "unilab_rl", "ci") for p in legacy_token_offenders(REPO / pkg)]
+    assert offenders == []
+
+
+def test_legacy_token_scan_finds_a_planted_switch(tmp_path):
+    (tmp_path / "planted.py").write_text(f"{LEGACY_TOKEN} = 'numpy'\n")
+    assert legacy_token_offenders(tmp_path) == [str(tmp_path / "planted.py")]
