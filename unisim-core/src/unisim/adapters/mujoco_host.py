@@ -183,6 +183,9 @@ class MujocoHostBackend(SimBackend):
             host[:, m.nq:m.nq + m.nv] = state[:, self._qvel_cols]
             host[:, m.nq + m.nv:] = self._pub_sensor_out[:, 0]
             if self._public is not self._host:
+                # Async from pinned memory: the next step's ctrl.to("cpu") is a blocking copy
+                # on the same stream, so this transfer has finished before the host buffer is
+                # rewritten by the next physics step.
                 self._public.copy_(self._host, non_blocking=True)
             return
         rows_np = np.concatenate([state[:, self._qpos_cols], state[:, self._qvel_cols],
