@@ -50,6 +50,16 @@ def start(rank: RankInfo, device: torch.device) -> None:
     dist.init_process_group(backend, rank=rank.rank, world_size=rank.world_size)
 
 
+def finish_together() -> None:
+    """Call after a normal end of training, before teardown. A rank that closes its
+    connections while a peer still holds them open can make the peer's gloo I/O thread
+    throw and abort the process (seen on a loaded 2-core CI box: rank 1 SIGABRT after rank 0
+    finished). Not on an error path: a peer stuck in another collective would never match
+    the barrier, whereas a rank that exits with an error lets torchrun stop the others."""
+    if dist.is_initialized():
+        dist.barrier()
+
+
 def stop() -> None:
     if dist.is_initialized():
         dist.destroy_process_group()
