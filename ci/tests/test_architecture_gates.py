@@ -116,8 +116,8 @@ def test_lint_imports_fails_on_a_planted_violation_and_passes_without(tmp_path, 
 
 
 def test_manifest_check_fails_on_drift_and_on_unbumped_surface_change(tmp_path):
-    entry = {"manifest": "v1.json", "version": "1.0.0"}
     real = json.loads((REPO / "contracts/simbackend/v1.json").read_text())
+    entry = {"manifest": "v1.json", "version": real["version"]}
     (tmp_path / "v1.json").write_text(json.dumps(real))
     assert manifests.check_contract("simbackend", entry, tmp_path) == []
 
@@ -129,7 +129,7 @@ def test_manifest_check_fails_on_drift_and_on_unbumped_surface_change(tmp_path):
     assert any("without a version bump" in e for e in errors)
 
     bumped_elsewhere = json.loads(json.dumps(real))
-    bumped_elsewhere["version"] = "1.1.0"
+    bumped_elsewhere["version"] = "9.9.9"
     (tmp_path / "v1.json").write_text(json.dumps(bumped_elsewhere))
     errors = manifests.check_contract("simbackend", entry, tmp_path)
     assert any("versions disagree" in e for e in errors)

@@ -23,6 +23,7 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     for phase in ("backend_step_ms", "update_state_ms", "reset_done_ms", "manager_overhead_ms"):
         assert record["phases_ms_per_step"][phase] >= 0
     assert record["python_calls_per_env_step"] > 0
-    assert record["fusion"]["reward_torch_calls_fused"] < record["fusion"]["reward_torch_calls_unfused"]
+    assert record["fusion"]["reward_aten_ops_fused"] < record["fusion"]["reward_aten_ops_unfused"]
+    assert record["dispatch_per_env_step"]["host_syncs_per_step_outside_backend"] == 0
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]

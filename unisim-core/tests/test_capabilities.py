@@ -24,6 +24,7 @@ def test_valid_declaration_is_frozen():
     (dict(features=frozenset({"body_views"})), "features"),
     (dict(data_plane=DataPlane.HOST_BRIDGE, features=frozenset({Feature.GRAPH_CAPTURE})), "features"),
     (dict(features=frozenset({Feature.GRAPH_CAPTURE})), "features"),  # cpu device cannot capture
+    (dict(data_plane=DataPlane.HOST_BRIDGE, features=frozenset({Feature.DEVICE_MASKED_RESET})), "features"),
     (dict(features=frozenset({Feature.MODEL_FIELD_WRITES})), "model_fields"),
     (dict(model_fields=frozenset({"geom_friction"})), "model_fields"),
     (dict(sensor_kinds=frozenset({"gyro"})), "sensor_kinds"),

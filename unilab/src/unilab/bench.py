@@ -10,8 +10,9 @@ which are restored afterwards), the env with a zero policy, the env with a rando
 and the same owner with unfused reward terms. The device is synchronized before every
 clock read. A separate profiled pass gives the per-phase split (CUDA events on GPU) and
 a cProfile pass counts Python function calls per env step. Action validation is off, as
-a proven runner would run it, so the step path has no host sync other than the one the
-selected reset needs (the row count).
+a proven runner would run it, so on a backend declaring DEVICE_MASKED_RESET the step path
+has no host sync at all (counted two ways: torch's CUDA sync debug mode, and on any device
+the aten ops dispatched, via unisim.host_sync).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 
 import torch
-from torch.overrides import TorchFunctionMode
+from unisim.host_sync import HostSyncProbe
 
 from unilab.config import parse_overrides
 from unilab.registry import make_manager_based_rl_env
@@ -61,35 +62,26 @@ def _raw_sample(env, steps: int) -> float:
     return seconds
 
 
-class _CountTorchCalls(TorchFunctionMode):
-    """Counts torch function calls: on a GPU each tensor op is a kernel launch, so this is
-    the number fusing reduces."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.calls += 1
-        return func(*args, **(kwargs or {}))
-
-
-def _torch_calls_per_step(env, action, steps: int = 10) -> float:
-    with _CountTorchCalls() as counter:
+def _dispatch_profile(env, action, steps: int = 10) -> dict[str, float]:
+    """Aten ops per env step (on a GPU each is at most one kernel launch, the number fusing
+    reduces; warp kernels inside the backend are not torch ops and are not counted) and host
+    syncs per env step made outside the backend's own calls (a HOST_BRIDGE backend syncs
+    inside them by design). Works on any device (unisim.host_sync)."""
+    with HostSyncProbe() as probe, probe.ignoring(env.backend, "step", "set_state_where"):
         for _ in range(steps):
             env.step(action)
-    return counter.calls / steps
+    return {"aten_ops_per_step": probe.op_count / steps, "host_syncs_per_step_outside_backend": len(probe.syncs) / steps}
 
 
-def _reward_torch_calls(env) -> int:
-    with _CountTorchCalls() as counter:
+def _reward_aten_ops(env) -> int:
+    with HostSyncProbe() as probe:
         env.reward_manager.compute(env)
-    return counter.calls
+    return probe.op_count
 
 
 def _host_syncs_per_step(env, action, steps: int = 10) -> float | None:
     """torch-visible host syncs per env step (CUDA only: torch's sync debug mode warns on
-    each). Expected: 1 (the selected reset's row count)."""
+    each). Expected: 0 on a DEVICE_MASKED_RESET backend."""
     if env.device.type != "cuda":
         return None
     import warnings
@@ -212,12 +204,13 @@ def run(args: argparse.Namespace) -> dict:
     calls = pstats.Stats(profiler).total_calls / prof_steps
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
     syncs = _host_syncs_per_step(env, zeros)
+    dispatch = _dispatch_profile(env, zeros)
     fusion = {}
     for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
         if e is None:
             continue
-        fusion[f"torch_calls_per_step_{name}"] = _torch_calls_per_step(e, zeros)
-        fusion[f"reward_torch_calls_{name}"] = _reward_torch_calls(e)
+        fusion[f"aten_ops_per_step_{name}"] = _dispatch_profile(e, zeros)["aten_ops_per_step"]
+        fusion[f"reward_aten_ops_{name}"] = _reward_aten_ops(e)
         fusion[f"reward_compute_ms_{name}"] = min(_reward_ms(e) for _ in range(3))
         e.flush_metrics()
 
@@ -236,7 +229,8 @@ def run(args: argparse.Namespace) -> dict:
         "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
-        "fusion": fusion, "host_syncs_per_env_step": syncs, "backend_counters": counters,
+        "fusion": fusion, "host_syncs_per_env_step": syncs, "dispatch_per_env_step": dispatch,
+        "backend_counters": counters,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -264,6 +258,7 @@ def _print(record: dict) -> None:
         print("  backend counters: " + ", ".join(f"{k} {v:.2f}" for k, v in record["backend_counters"].items()))
     if record["host_syncs_per_env_step"] is not None:
         print(f"  host syncs per env step (torch sync debug mode): {record['host_syncs_per_env_step']:.2f}")
+    print("  dispatch per env step: " + ", ".join(f"{k} {v:.1f}" for k, v in record["dispatch_per_env_step"].items()))
     print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
 
 

@@ -37,14 +37,14 @@ class ManagerBasedRlEnv:
           behind physics): curriculum; every manager's bookkeeping for done rows (episode
           sums logged and zeroed, actions zeroed, commands resampled, history marked,
           episode lengths zeroed); every reset-mode event writes an episode start for all
-          rows into the transaction; interval events (pushes) edit its velocities where
-          they fired;
-       b. gathering: the rows that reset or were pushed are gathered on device (the step's
-          one host sync: the contract's ``set_state`` needs a row count), model-field reset
-          events run for the reset rows, then ONE ``backend.set_state`` call. The contract
-          makes the written rows' views authoritative on return; nothing re-steps physics;
-    8. observations of the post-reset state (done rows show their new episode); when no
-       row was written this step, the observations of step 6 are reused;
+          rows into the transaction (model-field events write their fields, masked);
+          interval events (pushes) edit its velocities where they fired;
+       b. commit: the transaction becomes full-size (N, nq)/(N, nv) state plus the mask of
+          rows that reset or were pushed, written by ONE ``backend.set_state_where`` call.
+          No row list, so no host sync: on a backend declaring DEVICE_MASKED_RESET the
+          whole step queues on the device. The contract makes the written rows' views
+          authoritative on return; nothing re-steps physics;
+    8. observations of the post-reset state (done rows show their new episode);
     9. metrics: accumulate on device (flushed by ``flush_metrics``), recorders.
 
     Ended envs reset inside ``step``; ``obs`` is post-reset. Construction performs a full
@@ -139,16 +139,11 @@ class ManagerBasedRlEnv:
         timer.stop("final_obs_ms")
         timer.start("reset_done_ms")
         self.curriculum_manager.update(self)
-        txn = self._begin_reset(done, pushed, log=True)
-        changed = self._commit(txn)  # the step's one host sync happens in here
+        self._commit(self._begin_reset(done, pushed, log=True))
         timer.stop("reset_done_ms")
 
         timer.start("observation_ms")
-        if changed:
-            obs = self.observation_manager.compute(self)
-        else:  # no row was written: the final observations are this step's observations
-            self.observation_manager.commit_last()
-            obs = final_obs
+        obs = self.observation_manager.compute(self)
         timer.stop("observation_ms")
         timer.start("metrics_ms")
         self.metric_manager.on_step(self, vel_err)
@@ -213,27 +208,14 @@ class ManagerBasedRlEnv:
         self.event_manager.apply(self, txn)
         return txn
 
-    def _commit(self, txn: StateTransaction) -> bool:
-        """Gather the written rows (one host sync: ``set_state`` needs their count) and make
-        the one ``set_state`` call. Returns whether any row was written."""
-        if self.event_manager.interval_terms:
-            n_reset, n_interval = torch.stack((txn.reset.sum(), txn.interval.sum())).tolist()
-            key = txn.reset.to(torch.int8) * 2 + txn.interval.to(torch.int8)
-            rows = torch.argsort(key, descending=True, stable=True)[:n_reset + n_interval]  # resets first
-        else:
-            rows = txn.reset.nonzero().squeeze(1)
-            n_reset = rows.numel()
-        if rows.numel() == 0:
-            return False
-        txn.reset_rows = rows[:n_reset]
-        reset = txn.reset.index_select(0, rows).unsqueeze(1)
-        qpos = torch.where(reset, txn.reset_qpos.index_select(0, rows), self.robot.qpos.index_select(0, rows))
-        qvel = torch.where(reset, txn.reset_qvel.index_select(0, rows), txn.qvel.index_select(0, rows))
-        if n_reset:
-            self.event_manager.apply_rows(self, txn)
+    def _commit(self, txn: StateTransaction) -> None:
+        """ONE ``set_state_where`` call for the rows that reset (their episode start) or were
+        pushed (their edited velocities); no row list, so no host sync."""
+        reset = txn.reset.unsqueeze(1)
+        qpos = torch.where(reset, txn.reset_qpos, self.robot.qpos)
+        qvel = torch.where(reset, txn.reset_qvel, txn.qvel)
         self.timer.start("reset_done_reset_call_ms")
-        self.backend.set_state(rows, qpos, qvel)
+        self.backend.set_state_where(txn.reset | txn.interval, qpos, qvel)
         self.timer.stop("reset_done_reset_call_ms")
         self.robot.invalidate()
         self.command_manager.refresh()
-        return True

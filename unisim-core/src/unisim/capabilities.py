@@ -37,6 +37,8 @@ class Feature(str, enum.Enum):
     MODEL_FIELD_WRITES = "model_field_writes"
     GRAPH_CAPTURE = "graph_capture"
     DETERMINISTIC = "deterministic"
+    # set_state_where queues on the device with no host sync (contract 1.1).
+    DEVICE_MASKED_RESET = "device_masked_reset"
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class Capabilities:
                  sorted(f.value for f in self.features))
         if self.data_plane is DataPlane.DEVICE and self.device.type == "cpu" and Feature.GRAPH_CAPTURE in self.features:
             fail("features", "no GRAPH_CAPTURE on a cpu device", sorted(f.value for f in self.features))
+        if self.data_plane is DataPlane.HOST_BRIDGE and Feature.DEVICE_MASKED_RESET in self.features:
+            fail("features", "no DEVICE_MASKED_RESET on a HOST_BRIDGE plane (its state lives on the host)",
+                 sorted(f.value for f in self.features))
         has_writes = Feature.MODEL_FIELD_WRITES in self.features
         if has_writes != bool(self.model_fields):
             fail("model_fields", "non-empty exactly when MODEL_FIELD_WRITES is declared", sorted(self.model_fields))

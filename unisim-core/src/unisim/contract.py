@@ -19,9 +19,10 @@ from unisim.errors import ContractViolation
 from unisim.inventory import Inventory, StateWidths
 from unisim.views import BackendViews
 
-CONTRACT_VERSION = "1.0.0"
+CONTRACT_VERSION = "1.1.0"
 
 Rows = torch.Tensor  # int64, 1-D, unique, in [0, num_envs)
+Mask = torch.Tensor  # bool, (num_envs,)
 
 
 class SimBackend(abc.ABC):
@@ -91,6 +92,29 @@ class SimBackend(abc.ABC):
         if n:
             self._set_state(rows, qpos, qvel)
 
+    def set_state_where(self, mask: Mask, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Selected reset by mask (contract 1.1): rows where ``mask`` (N,) is True take
+        their row of ``qpos`` (N, nq) / ``qvel`` (N, nv); the other rows of those are ignored.
+
+        Same postcondition as ``set_state``. No row count is needed, so an adapter that
+        declares ``Feature.DEVICE_MASKED_RESET`` queues the whole call on the device without
+        a host sync (validation, when on, still costs one); any other adapter gathers the
+        rows itself, which costs one.
+        """
+        self._check_open()
+        widths = self.state_widths()
+        self._check_tensor("mask", mask, torch.bool, (self.num_envs,))
+        self._check_tensor("qpos", qpos, torch.float32, (self.num_envs, widths.nq))
+        self._check_tensor("qvel", qvel, torch.float32, (self.num_envs, widths.nv))
+        if self.validate:
+            selected = mask.unsqueeze(1)  # values of unselected rows are never read
+            flags = torch.stack([torch.isfinite(qpos).logical_or(~selected).all(),
+                                 torch.isfinite(qvel).logical_or(~selected).all()]).tolist()
+            for arg, ok in zip(("qpos", "qvel"), flags, strict=True):
+                if not ok:
+                    raise ContractViolation(f"{arg}: expected finite values in the masked rows, got NaN or inf")
+        self._set_state_where(mask, qpos, qvel)
+
     def set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
         """Write a per-env model field (e.g. ``geom_friction``) for ``rows``."""
         self._check_open()
@@ -129,6 +153,12 @@ class SimBackend(abc.ABC):
 
     @abc.abstractmethod
     def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None: ...
+
+    def _set_state_where(self, mask: Mask, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        # The generic path: gather the rows (the host sync DEVICE_MASKED_RESET adapters avoid).
+        rows = mask.nonzero().squeeze(1)
+        if rows.numel():
+            self._set_state(rows, qpos.index_select(0, rows), qvel.index_select(0, rows))
 
     def _set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
         raise ContractViolation(f"name: {name!r} is declared but the adapter does not write it")

@@ -7,9 +7,9 @@ hold a fresh episode start for EVERY row (events write all rows unconditionally,
 needs no row list and so no host sync), ``qvel`` holds the current velocities that
 interval events (pushes) edit where they fired; at commit the env gathers only the rows
 that reset or were pushed. Interval timers are per env and masked as well. Model-field
-events (friction, mass) need row lists: they run after the row gathering, through
-``set_model_field``, and their fields are checked against the backend's declaration
-when the term is built.
+events (friction, mass) run at startup or reset: at reset they keep the current field
+values of rows that do not reset (``torch.where``, again no row list), and their fields
+are checked against the backend's declaration when the term is built.
 """
 
 from __future__ import annotations
@@ -26,15 +26,13 @@ from unilab.managers.base import build_term
 class StateTransaction:
     """reset (N,) bool: rows starting an episode; interval (N,) bool: other rows an
     interval event hit. reset_qpos/reset_qvel (N, nq/nv): episode starts (used for reset
-    rows); qvel (N, nv): current velocities plus interval edits (used for interval rows).
-    ``reset_rows`` is set once rows are gathered (for model-field events)."""
+    rows); qvel (N, nv): current velocities plus interval edits (used for interval rows)."""
 
     reset: torch.Tensor
     interval: torch.Tensor
     reset_qpos: torch.Tensor
     reset_qvel: torch.Tensor
     qvel: torch.Tensor
-    reset_rows: torch.Tensor | None = None
 
 
 class EventManager:
@@ -42,12 +40,9 @@ class EventManager:
         terms = {m: [] for m in ("startup", "reset", "interval")}
         for name, tc in cfg.items():
             terms[tc.mode].append(build_term(f"events[{tc.mode}]", name, tc, env))
-        self.startup_terms, self.interval_terms = terms["startup"], terms["interval"]
-        # Reset terms that write model fields need the gathered rows; state terms do not.
-        self.reset_row_terms = [t for t in terms["reset"] if getattr(t.obj, "needs_rows", False)]
-        self.reset_terms = [t for t in terms["reset"] if t not in self.reset_row_terms]
+        self.startup_terms, self.reset_terms, self.interval_terms = terms["startup"], terms["reset"], terms["interval"]
         for t in self.interval_terms:
-            if getattr(t.obj, "needs_rows", False):
+            if getattr(t.obj, "writes_model_field", False):
                 raise ValueError(f"events[interval] term {t.name!r}: model-field events run at startup or reset")
         n, dev = env.num_envs, env.device
         self.time_left = torch.zeros(n, len(self.interval_terms), device=dev)
@@ -76,14 +71,9 @@ class EventManager:
         return self.fired.any(dim=1)
 
     def apply(self, env, txn: StateTransaction) -> None:
-        """State events, before the rows are known: reset terms fill every row's episode
-        start, interval terms edit ``txn.qvel`` where they fired."""
+        """Reset terms fill every row's episode start (model-field terms write the reset
+        rows' fields); interval terms edit ``txn.qvel`` where they fired."""
         for t in self.reset_terms:
             t.fn(env, txn)
         for k, t in enumerate(self.interval_terms):
             t.fn(env, txn, self.fired[:, k])
-
-    def apply_rows(self, env, txn: StateTransaction) -> None:
-        """Model-field reset events, once ``txn.reset_rows`` is known."""
-        for t in self.reset_row_terms:
-            t.fn(env, txn)

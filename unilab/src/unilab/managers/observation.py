@@ -91,12 +91,6 @@ class ObservationManager:
         about to reset) leaves the history buffers as they were."""
         return {g.name: g.compute(env, commit) for g in self.groups}
 
-    def commit_last(self) -> None:
-        """Adopt the last ``commit=False`` result as this step's observation (nothing was
-        written since), advancing histories without recomputing."""
-        for g in self.groups:
-            g.commit_last()
-
     def reset(self, done: torch.Tensor) -> None:
         for g in self.groups:
             g.reset(done)

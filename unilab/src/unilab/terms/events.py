@@ -1,8 +1,9 @@
 """Event terms. Reset terms ``f(env, txn)`` write an episode start for every row into
 ``txn.reset_qpos/reset_qvel`` (only the resetting rows are committed); interval terms
 ``f(env, txn, fired)`` edit ``txn.qvel`` where ``fired`` (N,); startup terms get
-``txn=None`` (all rows). Model-field terms (``needs_rows``) get ``txn.reset_rows`` and declare their
-field and fail at construction when the backend does not declare it writable."""
+``txn=None`` (all rows). Model-field terms draw values for every row and keep the current
+ones where ``txn.reset`` is False (no row list, so no host sync); they declare their field
+and fail at construction when the backend does not declare it writable."""
 
 from __future__ import annotations
 
@@ -61,15 +62,21 @@ class push_by_velocity:
 
 class _ModelFieldEvent:
     field = ""
-    needs_rows = True  # runs after the row gathering (set_model_field takes rows)
+    writes_model_field = True  # startup or reset mode only (interval terms get a ``fired`` mask)
 
     def __init__(self, cfg, env) -> None:
         env.robot.require(type(self).__name__, model_fields=(self.field,))
         self.default = env.backend.model_field(self.field).clone()
         self.params = cfg.params
+        self.all_rows = torch.arange(env.num_envs, device=env.device)
 
-    def rows(self, env, txn) -> torch.Tensor:
-        return torch.arange(env.num_envs, device=env.device) if txn is None else txn.reset_rows
+    def write(self, env, txn, values: torch.Tensor) -> None:
+        """Write ``values`` (N, ...) for every row; at reset, rows not starting an episode
+        keep their current values."""
+        if txn is not None:
+            keep = ~txn.reset.view(-1, *([1] * (values.dim() - 1)))
+            values = torch.where(keep, env.backend.model_field(self.field), values)
+        env.backend.set_model_field(self.field, self.all_rows, values)
 
 
 class randomize_friction(_ModelFieldEvent):
@@ -80,14 +87,13 @@ class randomize_friction(_ModelFieldEvent):
     field = "geom_friction"
 
     def __call__(self, env, txn=None) -> None:
-        rows = self.rows(env, txn)
         lo, hi = self.params.get("range", (0.5, 1.25))
-        values = self.default.index_select(0, rows).clone()
-        factor = _uniform(env, (rows.numel(),), lo, hi)
+        values = self.default.clone()
+        factor = _uniform(env, (env.num_envs,), lo, hi)
         geoms = self.params.get("geoms")
         cols = slice(None) if geoms is None else list(geoms)
         values[:, cols, 0] = values[:, cols, 0] * factor[:, None]
-        env.backend.set_model_field(self.field, rows, values)
+        self.write(env, txn, values)
 
 
 class randomize_body_mass(_ModelFieldEvent):
@@ -100,8 +106,7 @@ class randomize_body_mass(_ModelFieldEvent):
         self.bodies = [env.robot.body_index(b, "randomize_body_mass") for b in cfg.params["bodies"]]
 
     def __call__(self, env, txn=None) -> None:
-        rows = self.rows(env, txn)
         lo, hi = self.params.get("range", (0.9, 1.1))
-        values = self.default.index_select(0, rows).clone()
-        values[:, self.bodies] = values[:, self.bodies] * _uniform(env, (rows.numel(), len(self.bodies)), lo, hi)
-        env.backend.set_model_field(self.field, rows, values)
+        values = self.default.clone()
+        values[:, self.bodies] = values[:, self.bodies] * _uniform(env, (env.num_envs, len(self.bodies)), lo, hi)
+        self.write(env, txn, values)

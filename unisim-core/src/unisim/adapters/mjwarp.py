@@ -13,7 +13,9 @@ Trade-offs, decided here:
   time/act/qacc_warmstart and the overflow bits of those rows, then replays the publish
   graph. The publish kernels recompute EVERY world (mujoco_warp takes no world mask), which
   is exact for untouched rows because they are pure functions of qpos/qvel: publication is
-  IMMEDIATE and no physics step runs.
+  IMMEDIATE and no physics step runs. ``set_state_where`` (contract 1.1) does the same with
+  ``torch.where``/``masked_fill_`` over all rows, so it needs no row count and no host sync
+  (declared as DEVICE_MASKED_RESET).
 - Torch and warp share one stream order: graphs are launched on the stream torch is using
   at the time of the call (``wp.stream_from_torch``), so a caller's torch work before and
   after ``step`` is ordered without a sync.
@@ -43,7 +45,7 @@ from unisim.adapters.warp_support import (
     warp_device,
 )
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
-from unisim.contract import Rows, SimBackend
+from unisim.contract import Mask, Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
 from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
@@ -140,7 +142,7 @@ class MjWarpBackend(SimBackend):
     def _declare(self, mjmodel: mujoco.MjModel, device: torch.device) -> Capabilities:
         # Declared after the publish graph was captured, so GRAPH_CAPTURE is only claimed
         # when capture really worked on this device.
-        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES}
+        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DEVICE_MASKED_RESET}
         if mjmodel.nsensor:
             features.add(Feature.SENSOR_VIEWS)
         if self._cuda and self._use_graph:
@@ -177,6 +179,20 @@ class MjWarpBackend(SimBackend):
         self._act.index_fill_(0, rows, 0.0)
         self._warmstart.index_fill_(0, rows, 0.0)
         self._overflow.index_fill_(0, rows, 0)  # a fresh episode starts without overflow history
+        self._republish()
+
+    def _set_state_where(self, mask: Mask, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        # Same writes as _set_state, masked: no row count, so nothing here waits for the host.
+        rows = mask.unsqueeze(1)
+        self._qpos.copy_(torch.where(rows, qpos, self._qpos))
+        self._qvel.copy_(torch.where(rows, qvel, self._qvel))
+        self._time.masked_fill_(mask, 0.0)
+        self._act.masked_fill_(rows, 0.0)
+        self._warmstart.masked_fill_(rows, 0.0)
+        self._overflow.masked_fill_(mask, 0)
+        self._republish()
+
+    def _republish(self) -> None:
         if self._publish_graph is not None:
             self._launch(self._publish_graph)
         else:

@@ -1,4 +1,4 @@
-"""SimBackend contract v1 conformance checks (see unisim.conformance for how to run)."""
+"""SimBackend contract v1.x conformance checks (see unisim.conformance for how to run)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import torch
 
 import unisim
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication, SimBackend
+from unisim.host_sync import HostSyncProbe
 
 TOL = 2e-4  # float32 kinematics agree with MuJoCo C to ~1e-6; dynamics are never compared
 
@@ -187,6 +188,93 @@ def test_empty_row_selection_is_a_no_op(backend):
     after = snapshot(backend)
     for name in before:
         assert torch.equal(before[name], after[name])
+
+
+# ---- selected reset by mask (contract 1.1) --------------------------------------------
+def full_state_with_rows(backend: SimBackend, rows: list[int], seed: int):
+    """(mask, qpos, qvel) of full size: ``rows`` get a random state, every other row holds
+    NaN, which set_state_where must neither read nor reject."""
+    n, (nq, nv, _) = backend.num_envs, backend.state_widths()
+    qpos, qvel = torch.full((n, nq), float("nan")), torch.full((n, nv), float("nan"))
+    new_q, new_v = random_state(backend.inventory(), len(rows), seed)
+    qpos[rows], qvel[rows] = new_q, new_v
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[rows] = True
+    return (*to(backend, mask, qpos, qvel), new_q, new_v)
+
+
+def test_masked_reset_is_authoritative_and_leaves_other_rows_untouched(backend, reference):
+    n = backend.num_envs
+    backend.set_state(all_rows(backend), *to(backend, *random_state(backend.inventory(), n, 8)))
+    backend.step(torch.zeros(n, backend.state_widths().nu, device=backend.device), 1)
+    before = snapshot(backend)
+    rows = [0, n - 1] if n > 1 else [0]
+    mask, qpos, qvel, new_q, new_v = full_state_with_rows(backend, rows, 9)
+    steps = physics_steps(backend)
+    backend.set_state_where(mask, qpos, qvel)
+    assert physics_steps(backend) == steps, "set_state_where must not step physics"
+    got = snapshot(backend)
+    reference.set_state(torch.arange(len(rows)), new_q, new_v)
+    want = snapshot(reference)
+    for name in ("qpos", "qvel", "body_pos_w", "body_lin_vel_w", "body_ang_vel_w", "sensordata"):
+        err = (got[name][rows] - want[name][:len(rows)]).abs().max().item() if got[name].numel() else 0.0
+        assert err < TOL, f"{name} of masked rows differs from mj_forward reference by {err}"
+    assert quat_close(got["body_quat_w"][rows], want["body_quat_w"][:len(rows)]).max() < TOL
+    others = torch.tensor([i for i in range(n) if i not in rows], dtype=torch.int64)
+    for name in before:
+        assert torch.equal(before[name][others], got[name][others]), f"{name} of unmasked rows changed"
+
+
+def test_all_false_mask_is_a_no_op(backend):
+    before = snapshot(backend)
+    mask, qpos, qvel, _, _ = full_state_with_rows(backend, [], 10)
+    backend.set_state_where(mask, qpos, qvel)
+    after = snapshot(backend)
+    for name in before:
+        assert torch.equal(before[name], after[name])
+
+
+def test_masked_reset_needs_no_host_sync_where_declared(case, num_envs):
+    """DEVICE_MASKED_RESET: nothing set_state_where dispatches makes the host wait."""
+    name, device, model = case
+    b = unisim.create_backend(name, model=model, num_envs=num_envs, device=device, validate=False)
+    try:
+        if not b.capabilities.has(Feature.DEVICE_MASKED_RESET):
+            pytest.skip("backend does not declare DEVICE_MASKED_RESET")
+        mask, qpos, qvel, _, _ = full_state_with_rows(b, [0], 11)
+        with HostSyncProbe() as probe:
+            b.set_state_where(mask, qpos, qvel)
+        assert probe.syncs == []
+        assert probe.op_count > 0  # the probe saw the writes, so an empty list means something
+    finally:
+        b.close()
+
+
+def _bad_masked_reset_inputs(backend):
+    n, dev = backend.num_envs, backend.device
+    nq, nv, _ = backend.state_widths()
+    mask, qpos, qvel, _, _ = full_state_with_rows(backend, [0], 12)
+    nan_in_row = qpos.clone()
+    nan_in_row[0, 0] = float("nan")
+    return {
+        "mask wrong dtype": ("mask", mask.long(), qpos, qvel),
+        "mask wrong length": ("mask", torch.ones(n + 1, dtype=torch.bool, device=dev), qpos, qvel),
+        "mask not a tensor": ("mask", [True] * n, qpos, qvel),
+        "qpos row count": ("qpos", mask, qpos[:1], qvel),
+        "qvel wrong width": ("qvel", mask, qpos, torch.zeros(n, nv + 1, device=dev)),
+        "qpos non-finite in a masked row": ("qpos", mask, nan_in_row, qvel),
+    }
+
+
+@pytest.mark.parametrize("kind", ["mask wrong dtype", "mask wrong length", "mask not a tensor", "qpos row count",
+                                  "qvel wrong width", "qpos non-finite in a masked row"])
+def test_bad_masked_reset_is_rejected_and_changes_nothing(backend, kind):
+    arg, mask, qpos, qvel = _bad_masked_reset_inputs(backend)[kind]
+    before = snapshot(backend)
+    with pytest.raises(ContractViolation, match=arg):
+        backend.set_state_where(mask, qpos, qvel)
+    after = snapshot(backend)
+    assert all(torch.equal(before[k], after[k]) for k in before)
 
 
 # ---- determinism ---------------------------------------------------------------------
