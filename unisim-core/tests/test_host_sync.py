@@ -36,6 +36,15 @@ def test_masked_device_work_is_not_a_sync():
     assert probe.op_count >= 4
 
 
+def test_views_are_counted_as_ops_but_not_as_kernels():
+    with HostSyncProbe() as probe:
+        x[1:4].unsqueeze(0).expand(3, -1)
+    assert probe.op_count == 3 and probe.kernel_op_count == 0
+    with HostSyncProbe() as probe:
+        (x[1:4] * 2).sum()
+    assert probe.op_count == 3 and probe.kernel_op_count == 2
+
+
 def test_paused_regions_are_ignored_and_tensor_methods_are_restored():
     original = torch.Tensor.tolist
     with HostSyncProbe() as probe:

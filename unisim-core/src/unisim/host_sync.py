@@ -5,9 +5,9 @@ host sync is visible one level up, in the aten ops a region dispatches: an op wh
 shape depends on tensor values (``nonzero``, ``masked_select``, boolean indexing,
 ``unique``...), a scalar read (``item``/``bool``/``float`` -> ``_local_scalar_dense``), or a
 copy to the host (``tolist``/``numpy``, which dispatch nothing on CPU and are caught by
-name). ``HostSyncProbe`` records those, and counts every op, which on a GPU is an upper
-bound on the kernels the region launches (the number that makes a small-tensor step
-launch-bound).
+name). ``HostSyncProbe`` records those, and counts every op; ``kernel_op_count`` leaves
+out views (slices, expands...), so on a GPU it approximates the kernels the region
+launches, the number that makes a small-tensor step launch-bound.
 
     with HostSyncProbe() as probe:
         env.step(action)
@@ -62,6 +62,7 @@ class HostSyncProbe(TorchDispatchMode):
         super().__init__()
         self.syncs: list[str] = []
         self.ops: Counter[str] = Counter()
+        self.kernel_op_count = 0  # ops that compute (views excluded)
         self._paused = 0
         self._patched: dict[str, object] = {}
 
@@ -104,6 +105,7 @@ class HostSyncProbe(TorchDispatchMode):
         kwargs = kwargs or {}
         if not self._paused:
             self.ops[_op_name(func)] += 1
+            self.kernel_op_count += not func.is_view
             if _is_sync(func, args, kwargs):
                 self._record(_op_name(func))
         return func(*args, **kwargs)
