@@ -1,8 +1,12 @@
 """Data-parallel training on the real g1_walk_flat env (mujoco backend), 2 CPU ranks over gloo."""
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -56,3 +60,44 @@ def test_nproc_with_bad_input_fails_before_launching(tmp_path):
                              "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 2 and "unknown task" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def _launch_until_logging(out: Path, *extra: str) -> subprocess.Popen:
+    """Start ``unilab-train --nproc 2`` for far more steps than the test waits for; return
+    once rank 0 has written its first metrics (the ranks are training)."""
+    argv = [a if a != "320" else "10000000" for a in ARGV]
+    process = subprocess.Popen([sys.executable, "-m", "unilab_rl.cli.train", "--nproc", "2", *argv, *extra,
+                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (out / "metrics.jsonl").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    return process
+
+
+def test_ctrl_c_stops_every_rank_and_rank_zero_saves(tmp_path):
+    out = tmp_path / "run"
+    process = _launch_until_logging(out)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C delivers to the launcher
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stdout[-2000:] + stderr[-3000:]
+    assert "interrupted" in stdout and "Traceback" not in stderr, stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl"]
+
+
+def test_a_failing_rank_ends_the_whole_job_without_a_hang(tmp_path):
+    out = tmp_path / "run"
+    # Rank 0 checkpoints every 4 steps; a file where its run directory was makes the next save
+    # fail while rank 1 waits in a gradient all-reduce: torchrun must stop rank 1 too.
+    process = _launch_until_logging(out, "checkpoint_every=4")
+    for _ in range(100):  # rank 0 may recreate the directory between the two calls
+        shutil.rmtree(out, ignore_errors=True)
+        try:
+            out.write_text("not a directory")
+            break
+        except (IsADirectoryError, FileNotFoundError):
+            continue
+    stdout, stderr = process.communicate(timeout=180)
+    assert process.returncode not in (0, 130), stdout[-2000:] + stderr[-3000:]
+    assert "FileExistsError" in stderr and "local_rank: 0" in stderr, stderr[-3000:]

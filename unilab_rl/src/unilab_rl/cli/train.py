@@ -14,6 +14,7 @@ by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distribu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import signal
@@ -79,7 +80,34 @@ def launch_torchrun(nproc: int, argv: list[str]) -> int:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "unilab_rl.cli.train", *argv]
     env = {**os.environ, **{k: os.environ.get(k, v) for k, v in TORCHRUN_ENV.items()}}
-    return subprocess.run(command, env=env, check=False).returncode
+    # torchrun runs in its own session, so Ctrl-C reaches this launcher only; the launcher
+    # passes it to the ranks, which stop on the same iteration (rank 0 saves) and exit 0.
+    # torchrun itself never sees the signal: it would report the ranks as failed.
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    interrupted = False
+
+    def pass_to_ranks(*_) -> None:
+        nonlocal interrupted
+        interrupted = True
+        for pid in _child_pids(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, pass_to_ranks)
+    try:
+        code = process.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return EXIT_INTERRUPTED if interrupted and code == 0 else code
+
+
+def _child_pids(pid: int) -> list[int]:
+    """Direct children of ``pid`` (Linux /proc): torchrun's rank processes."""
+    pids = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            pids += [int(token) for token in children.read_text().split()]
+    return pids
 
 
 def _without_nproc(argv: list[str]) -> list[str]:
@@ -205,7 +233,8 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         distributed.stop()
     if is_main:
         _print_summary(result)
-    return EXIT_INTERRUPTED if result.interrupted else 0
+    # A rank's interrupt is the launcher's to report (torchrun counts non-zero as a failure).
+    return EXIT_INTERRUPTED if result.interrupted and rank is None else 0
 
 
 def apply_thread_policy(device: torch.device, threads: int | None) -> None:
