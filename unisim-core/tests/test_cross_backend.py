@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import unisim
-from unisim.conformance.test_conformance import random_state
+from unisim.conformance.states import random_state
 from unisim.mjcf import build_inventory, load_model
 
 TOL = 1e-4

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import unisim
-from unisim.conformance.test_conformance import random_state
+from unisim.conformance.states import random_state
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,17 @@ import pytest
 import torch
 
 import unisim
-from unisim import ContractViolation, DataPlane, Feature, ResetPublication, SimBackend
+from unisim import ContractViolation, DataPlane, Feature, ResetPublication
+from unisim.conformance.states import (
+    all_rows,
+    assert_rejected_unchanged,
+    full_state_with_rows,
+    physics_steps,
+    quat_close,
+    random_state,
+    snapshot,
+    to,
+)
 from unisim.host_sync import HostSyncProbe
 
 TOL = 2e-4  # float32 kinematics agree with MuJoCo C to ~1e-6; dynamics are never compared
@@ -38,51 +48,6 @@ def reference(case, num_envs):
     b = unisim.create_backend("mujoco", model=model, num_envs=num_envs, device="cpu", nthread=1)
     yield b
     b.close()
-
-
-# ---- helpers -------------------------------------------------------------------------
-def random_state(inv: unisim.Inventory, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A valid, off-nominal state: random base pose, joints at random half-range values."""
-    g = torch.Generator().manual_seed(seed)
-    qpos = torch.zeros(n, inv.widths.nq)
-    for j in inv.joints:
-        a = j.qpos_adr
-        if j.kind == "free":
-            qpos[:, a:a + 3] = torch.tensor([0.3, -0.2, 0.85]) + 0.05 * torch.randn(n, 3, generator=g)
-            quat = torch.randn(n, 4, generator=g)
-            qpos[:, a + 3:a + 7] = quat / quat.norm(dim=1, keepdim=True)
-        elif j.kind == "ball":
-            quat = torch.randn(n, 4, generator=g)
-            qpos[:, a:a + 4] = quat / quat.norm(dim=1, keepdim=True)
-        else:
-            lo, hi = j.range if j.range is not None else (-1.0, 1.0)
-            mid, half = (lo + hi) / 2, (hi - lo) / 2
-            qpos[:, a] = mid + 0.5 * half * (2 * torch.rand(n, generator=g) - 1)
-    qvel = 0.5 * torch.randn(n, inv.widths.nv, generator=g)
-    return qpos, qvel
-
-
-def to(backend: SimBackend, *tensors: torch.Tensor):
-    return tuple(t.to(backend.device) for t in tensors)
-
-
-def snapshot(backend: SimBackend) -> dict[str, torch.Tensor]:
-    v = backend.views()
-    return {f: getattr(v, f).detach().to("cpu").clone() for f in
-            ("qpos", "qvel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "sensordata")}
-
-
-def all_rows(backend: SimBackend) -> torch.Tensor:
-    return torch.arange(backend.num_envs, device=backend.device)
-
-
-def physics_steps(backend: SimBackend) -> int:
-    return int(backend.diagnostics()["physics_steps"])
-
-
-def quat_close(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    # q and -q are the same rotation.
-    return torch.minimum((a - b).abs().amax(-1), (a + b).abs().amax(-1))
 
 
 # ---- declaration ---------------------------------------------------------------------
@@ -191,18 +156,6 @@ def test_empty_row_selection_is_a_no_op(backend):
 
 
 # ---- selected reset by mask (contract 1.1) --------------------------------------------
-def full_state_with_rows(backend: SimBackend, rows: list[int], seed: int):
-    """(mask, qpos, qvel) of full size: ``rows`` get a random state, every other row holds
-    NaN, which set_state_where must neither read nor reject."""
-    n, (nq, nv, _) = backend.num_envs, backend.state_widths()
-    qpos, qvel = torch.full((n, nq), float("nan")), torch.full((n, nv), float("nan"))
-    new_q, new_v = random_state(backend.inventory(), len(rows), seed)
-    qpos[rows], qvel[rows] = new_q, new_v
-    mask = torch.zeros(n, dtype=torch.bool)
-    mask[rows] = True
-    return (*to(backend, mask, qpos, qvel), new_q, new_v)
-
-
 def test_masked_reset_is_authoritative_and_leaves_other_rows_untouched(backend, reference):
     n = backend.num_envs
     backend.set_state(all_rows(backend), *to(backend, *random_state(backend.inventory(), n, 8)))
@@ -270,11 +223,7 @@ def _bad_masked_reset_inputs(backend):
                                   "qvel wrong width", "qpos non-finite in a masked row"])
 def test_bad_masked_reset_is_rejected_and_changes_nothing(backend, kind):
     arg, mask, qpos, qvel = _bad_masked_reset_inputs(backend)[kind]
-    before = snapshot(backend)
-    with pytest.raises(ContractViolation, match=arg):
-        backend.set_state_where(mask, qpos, qvel)
-    after = snapshot(backend)
-    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert_rejected_unchanged(backend, arg, lambda: backend.set_state_where(mask, qpos, qvel))
 
 
 # ---- determinism ---------------------------------------------------------------------
@@ -317,12 +266,9 @@ def _bad_step_inputs(backend):
 @pytest.mark.parametrize("kind", ["wrong shape", "wrong rows", "wrong dtype", "wrong device", "non-finite",
                                   "not a tensor"])
 def test_bad_ctrl_is_rejected_and_changes_nothing(backend, kind):
-    before, steps = snapshot(backend), physics_steps(backend)
-    with pytest.raises(ContractViolation, match="ctrl"):
-        backend.step(_bad_step_inputs(backend)[kind], 1)
+    steps = physics_steps(backend)
+    assert_rejected_unchanged(backend, "ctrl", lambda: backend.step(_bad_step_inputs(backend)[kind], 1))
     assert physics_steps(backend) == steps
-    after = snapshot(backend)
-    assert all(torch.equal(before[k], after[k]) for k in before)
 
 
 def test_bad_substeps_is_rejected(backend):
@@ -362,11 +308,7 @@ def _bad_reset_inputs(backend):
                                   "qpos non-finite", "qvel non-finite", "qpos wrong dtype"])
 def test_bad_set_state_is_rejected_and_changes_nothing(backend, kind):
     arg, rows, qpos, qvel = _bad_reset_inputs(backend)[kind]
-    before = snapshot(backend)
-    with pytest.raises(ContractViolation, match=arg):
-        backend.set_state(rows, qpos, qvel)
-    after = snapshot(backend)
-    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert_rejected_unchanged(backend, arg, lambda: backend.set_state(rows, qpos, qvel))
 
 
 def test_undeclared_model_field_is_rejected(backend):
