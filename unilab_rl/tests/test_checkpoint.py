@@ -10,7 +10,7 @@ from unilab_rl.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
 
 
 def make_runner(algo, out_dir):
@@ -103,3 +103,19 @@ def test_non_finite_env_rows_are_quarantined_and_counted(tmp_path):
                    *runner.replay.next_obs.values()]:
         assert torch.isfinite(tensor).all()
     assert all(torch.isfinite(p).all() for p in runner.agent.actor.parameters())
+
+
+@pytest.mark.parametrize("algo", ["flashsac", "fastsac"])
+@pytest.mark.parametrize("caught_by", ["log flush", "periodic checkpoint"])
+def test_a_diverged_learner_stops_training_and_keeps_the_last_finite_checkpoint(tmp_path, algo, caught_by):
+    runner = make_runner(algo, tmp_path)
+    if caught_by == "periodic checkpoint":
+        runner.config = RunnerConfig(log_every=10**6, checkpoint_every=3)
+    runner.train(max_env_steps=12 * 8)  # learning has started; the final save wrote a checkpoint
+    path = tmp_path / "checkpoint.pt"
+    finite_checkpoint = path.read_bytes()
+    with torch.no_grad():
+        next(runner.agent.critic.parameters()).fill_(float("nan"))
+    with pytest.raises(LearnerDiverged, match="non-finite loss"):
+        runner.train(max_env_steps=runner.env_steps + 10**6)
+    assert path.read_bytes() == finite_checkpoint

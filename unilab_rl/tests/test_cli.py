@@ -173,3 +173,14 @@ def test_ctrl_c_during_training_saves_a_checkpoint_and_exits_130(tmp_path, capsy
     assert "interrupt received" in capsys.readouterr().err
     assert load_checkpoint(out / "checkpoint.pt")["counters"]["iterations"] == 8
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_training_env_skips_the_per_step_action_check_unless_asked():
+    pytest.importorskip("unilab")
+    factory, _ = train_cli.default_env_factory()
+    for overrides, expected in ((None, False), ({"validate_actions": "true"}, True)):
+        env = factory("g1_walk_flat", backend="mujoco", num_envs=1, overrides=overrides)
+        try:
+            assert env.cfg.validate_actions is expected
+        finally:
+            env.close()

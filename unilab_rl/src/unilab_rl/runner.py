@@ -32,6 +32,10 @@ class RunnerConfig(BaseModel):
     timing_sample_every: int = Field(10, ge=1, description="steps between device-synced phase timings")
 
 
+class LearnerDiverged(RuntimeError):
+    """A loss became NaN or inf: the learner's weights are no longer usable."""
+
+
 @dataclass(frozen=True)
 class RunIdentity:
     """What a checkpoint must carry to rebuild the same env and learner."""
@@ -166,6 +170,9 @@ class OffPolicyRunner:
         if self.update_count:
             names = list(self.update_sums)
             means = (torch.stack([self.update_sums[n] for n in names]) / self.update_count).tolist()
+            diverged = sorted(n for n, m in zip(names, means, strict=True) if not math.isfinite(m))
+            if diverged:
+                raise LearnerDiverged(self._divergence_message(diverged))
             metrics.update({f"loss/{n}": m for n, m in zip(names, means, strict=True)})
             self.update_sums.clear()
             self.update_count = 0
@@ -215,7 +222,22 @@ class OffPolicyRunner:
         return self.elapsed_before_resume_s + running
 
     def save(self, path: Path) -> None:
+        self._check_losses_finite()  # never replace a good checkpoint with diverged weights
         save_checkpoint(path, self.checkpoint_payload())
+
+    def _check_losses_finite(self) -> None:
+        """One sync (checkpoints are rare): the losses summed since the last flush."""
+        if not self.update_sums:
+            return
+        names = list(self.update_sums)
+        finite = torch.isfinite(torch.stack([self.update_sums[n] for n in names])).tolist()
+        diverged = sorted(n for n, ok in zip(names, finite, strict=True) if not ok)
+        if diverged:
+            raise LearnerDiverged(self._divergence_message(diverged))
+
+    def _divergence_message(self, losses: list[str]) -> str:
+        return (f"non-finite loss ({', '.join(losses)}) by update {self.updates} (env step {self.env_steps}); "
+                "training stopped without saving, so the last checkpoint holds finite weights")
 
     def restore(self, document: dict[str, Any]) -> None:
         """Continue from a validated checkpoint document (see checkpoint.load_checkpoint)."""

@@ -31,10 +31,11 @@ from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, look
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_DIVERGED = 3
 
 
 class UsageError(ValueError):
@@ -126,7 +127,13 @@ def default_env_factory() -> tuple[EnvFactory, list[str]]:
     """The injected dependency: unilab's env factory and its task names."""
     from unilab import list_tasks, make_manager_based_rl_env
 
-    return make_manager_based_rl_env, list_tasks()
+    def make_training_env(task: str, *, overrides: dict[str, Any] | None = None, **kwargs: Any) -> RunnerEnv:
+        # This runner keeps its actions finite (the policy sees only finite, quarantined
+        # observations, and a non-finite loss stops training at the next flush), so the
+        # env's per-step NaN check on actions, a host sync every step, is turned off.
+        return make_manager_based_rl_env(task, overrides={"validate_actions": False, **(overrides or {})}, **kwargs)
+
+    return make_training_env, list_tasks()
 
 
 def check_out_dir_writable(out: Path) -> None:
@@ -282,6 +289,9 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
     except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError) as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except LearnerDiverged as error:
+        print(f"unilab-train: error: {error}", file=sys.stderr)
+        return EXIT_DIVERGED
 
 
 if __name__ == "__main__":
