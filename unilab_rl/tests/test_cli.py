@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 from fake_env import PointMassEnv
-from helpers import TINY
+from helpers import TINY, tiny_agent
 from unilab_rl.checkpoint import load_checkpoint
 from unilab_rl.cli import bench as bench_cli
 from unilab_rl.cli import play as play_cli
@@ -184,3 +184,28 @@ def test_the_training_env_skips_the_per_step_action_check_unless_asked():
             assert env.cfg.validate_actions is expected
         finally:
             env.close()
+
+
+def test_a_collector_step_on_mjwarp_makes_no_host_sync():
+    pytest.importorskip("unilab")
+    from unilab_rl.collector import Collector
+    from unilab_rl.contract import EnvSpec
+    from unilab_rl.replay import ReplayBuffer
+    from unilab_rl.timing import PhaseTimer
+    from unisim.host_sync import HostSyncProbe
+
+    factory, _ = train_cli.default_env_factory()
+    env = factory("g1_walk_flat", backend="mjwarp", num_envs=4)
+    try:
+        spec = EnvSpec.from_env(env)
+        _, config, agent = tiny_agent("flashsac", env=env)
+        replay = ReplayBuffer(spec.num_envs, 16, spec.observation_spec, spec.action_dim, config.n_step, config.gamma,
+                              spec.device)
+        collector = Collector(env, spec, agent, replay, PhaseTimer(spec.device, sample_every=10**6))
+        collector.step()  # the first step also checks the env's output once
+        with HostSyncProbe() as probe:
+            for _ in range(3):
+                collector.step()
+        assert probe.syncs == [] and probe.kernel_op_count > 0
+    finally:
+        env.close()
