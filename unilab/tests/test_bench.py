@@ -23,7 +23,9 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     for phase in ("backend_step_ms", "update_state_ms", "reset_done_ms", "manager_overhead_ms"):
         assert record["phases_ms_per_step"][phase] >= 0
     assert record["python_calls_per_env_step"] > 0
-    assert record["fusion"]["reward_aten_ops_fused"] < record["fusion"]["reward_aten_ops_unfused"]
-    assert record["dispatch_per_env_step"]["host_syncs_per_step_outside_backend"] == 0
+    assert record["fusion"]["reward_kernel_ops_fused"] < record["fusion"]["reward_kernel_ops_unfused"]
+    dispatch = record["dispatch_per_env_step"]
+    assert dispatch["host_syncs_per_step"] == 0 and dispatch["backend_calls_left_out"] == 1.0
+    assert 0 < dispatch["kernel_ops_per_step"] < dispatch["aten_ops_per_step"]
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]
