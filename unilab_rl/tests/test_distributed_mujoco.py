@@ -101,3 +101,26 @@ def test_a_failing_rank_ends_the_whole_job_without_a_hang(tmp_path):
     stdout, stderr = process.communicate(timeout=180)
     assert process.returncode not in (0, 130), stdout[-2000:] + stderr[-3000:]
     assert "FileExistsError" in stderr and "local_rank: 0" in stderr, stderr[-3000:]
+
+
+def test_sigterm_to_the_launcher_leaves_no_rank_running(tmp_path):
+    out = tmp_path / "run"
+    process = _launch_until_logging(out)
+    process.send_signal(signal.SIGTERM)  # e.g. a job scheduler stopping the run
+    process.communicate(timeout=120)
+    assert process.returncode != 0
+    deadline = time.monotonic() + 30
+    while _processes_mentioning(str(out)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_mentioning(str(out)) == []
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return pids

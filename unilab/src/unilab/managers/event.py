@@ -5,8 +5,8 @@ step's one ``StateTransaction``, which the env commits with a single
 ``backend.set_state``. The transaction is full-size and masked: ``reset_qpos/reset_qvel``
 hold a fresh episode start for EVERY row (events write all rows unconditionally, which
 needs no row list and so no host sync), ``qvel`` holds the current velocities that
-interval events (pushes) edit where they fired; at commit the env gathers only the rows
-that reset or were pushed. Interval timers are per env and masked as well. Model-field
+interval events (pushes) edit where they fired; at commit the env writes only the rows
+that reset or were pushed (one masked ``set_state_where``). Interval timers are per env and masked as well. Model-field
 events (friction, mass) run at startup or reset: at reset they keep the current field
 values of rows that do not reset (``torch.where``, again no row list), and their fields
 are checked against the backend's declaration when the term is built.

@@ -94,11 +94,15 @@ def launch_torchrun(nproc: int, argv: list[str]) -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGINT)
 
-    previous = signal.signal(signal.SIGINT, pass_to_ranks)
+    def stop_torchrun(*_) -> None:  # a scheduler's SIGTERM: torchrun terminates the ranks
+        process.terminate()
+
+    previous = signal.signal(signal.SIGINT, pass_to_ranks), signal.signal(signal.SIGTERM, stop_torchrun)
     try:
         code = process.wait()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
     return EXIT_INTERRUPTED if interrupted and code == 0 else code
 
 
