@@ -10,7 +10,8 @@ the same model and size (physics only; views describe the pre-integration state)
 (``validate=True``: one device sync for the finite check) and without it (hot-loop mode).
 Raw and adapter samples are interleaved; each sample times ``iters`` env steps between two
 device synchronisations. set_state: ``rows`` random distinct rows (1/5/25% by default), per
-call, validated or not, and the physics-step counter must not move. Every figure is
+call, validated or not, and by mask (``set_state_where``, not validated); the
+physics-step counter must not move. Every figure is
 min/median/max over ``samples`` samples; a JSON record keeps the commit, versions and GPU.
 """
 
@@ -138,12 +139,19 @@ def bench_set_state(backend: unisim.SimBackend, qpos: torch.Tensor, qvel: torch.
         k = max(1, round(frac * n))
         rows = torch.randperm(n, generator=g)[:k].sort().values.to(device)
         q, v = qpos[:k].clone(), qvel[:k].clone()
+        mask = torch.zeros(n, dtype=torch.bool, device=device)
+        mask[rows] = True
+        calls_by_mode = {  # (validate, call): set_state by rows, and the masked form (contract 1.1)
+            "validate": (True, lambda r=rows, q=q, v=v: backend.set_state(r, q, v)),
+            "no_validate": (False, lambda r=rows, q=q, v=v: backend.set_state(r, q, v)),
+            "masked_no_validate": (False, lambda m=mask: backend.set_state_where(m, qpos, qvel)),
+        }
         steps_before = int(backend.diagnostics()["physics_steps"])
-        ms: dict[str, list[float]] = {"validate": [], "no_validate": []}
+        ms: dict[str, list[float]] = {mode: [] for mode in calls_by_mode}
         for _ in range(samples):
-            for mode in ("validate", "no_validate"):
-                backend.validate = mode == "validate"
-                ms[mode].append(1e3 * _timed(lambda r=rows, q=q, v=v: backend.set_state(r, q, v), calls, device))
+            for mode, (validate, call) in calls_by_mode.items():
+                backend.validate = validate
+                ms[mode].append(1e3 * _timed(call, calls, device))
         backend.validate = True
         out[f"{frac:g}"] = {
             "rows": k, "calls_per_sample": calls, "ms_per_call": {m: _stats(t) for m, t in ms.items()},
@@ -196,9 +204,10 @@ def _commit() -> str:
 
 def _print_set_state(res: dict[str, Any]) -> None:
     for frac, r in res["set_state"].items():
-        print(f"  set_state {frac:>5} ({r['rows']} rows): {r['ms_per_call']['no_validate']['median']:.3f} ms "
-              f"(validated {r['ms_per_call']['validate']['median']:.3f} ms), physics steps "
-              f"{r['physics_steps_during_set_state']}", flush=True)
+        ms = r["ms_per_call"]
+        print(f"  set_state {frac:>5} ({r['rows']} rows): {ms['no_validate']['median']:.3f} ms "
+              f"(validated {ms['validate']['median']:.3f} ms, masked {ms['masked_no_validate']['median']:.3f} ms), "
+              f"physics steps {r['physics_steps_during_set_state']}", flush=True)
 
 
 def _print_mjwarp(res: dict[str, Any]) -> None:
