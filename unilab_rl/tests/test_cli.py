@@ -135,6 +135,9 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     assert record["env_steps_per_s_no_learning"]["median"] > 0
     assert record["env_steps_per_s_with_learning"]["median"] > 0
     assert len(record["raw"]["with_learning"]) == 2
+    dispatch = record["dispatch_per_collector_step"]
+    assert dispatch["kernel_ops_per_collector_step"] > 0
+    assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host
 
 
 def test_real_factory_names_valid_backends_and_override_keys(tmp_path, capsys):

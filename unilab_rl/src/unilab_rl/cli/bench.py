@@ -103,6 +103,8 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         timed_rate(runner, args.seconds, learn=True)
         phases_ms = runner.timer.flush()
         phases_ms.update({f"env/{k}": v for k, v in env.flush_metrics().items() if k.endswith("_ms")})
+        runner.timer.sample_every = 1_000_000
+        dispatch = collector_dispatch(runner)
     finally:
         env.close()
     record = {
@@ -111,10 +113,23 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "samples": args.samples, "seconds_per_sample": args.seconds, "algo_config": config.model_dump(),
         "env_steps_per_s_no_learning": summarize(no_learn), "env_steps_per_s_with_learning": summarize(learn),
         "learning_cost_ratio": statistics.median(learn) / statistics.median(no_learn),
-        "phase_ms_with_learning": phases_ms, "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "raw": {"no_learning": no_learn, "with_learning": learn},
     }
     return record
+
+
+def collector_dispatch(runner: OffPolicyRunner, steps: int = 10) -> dict[str, float]:
+    """Host syncs and kernel-sized torch ops per collector step (policy, env, replay),
+    counted from what torch dispatches (unisim.host_sync). A HOST_BRIDGE backend's own
+    syncs are included: its physics runs on the host by design."""
+    from unisim.host_sync import HostSyncProbe
+
+    with HostSyncProbe() as probe:
+        for _ in range(steps):
+            runner.collector.step()
+    return {"host_syncs_per_collector_step": len(probe.syncs) / steps,
+            "kernel_ops_per_collector_step": probe.kernel_op_count / steps}
 
 
 def _device_name(device: torch.device) -> str:
@@ -149,9 +164,9 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     args = build_parser().parse_args(argv)
     try:
         if factory is None:
-            from unilab import make_manager_based_rl_env
+            from unilab_rl.cli.train import default_env_factory
 
-            factory = make_manager_based_rl_env
+            factory, _ = default_env_factory()  # the env exactly as unilab-train builds it
         record = bench_collector(args, factory)
     except (ValueError, KeyError) as error:
         print(f"unilab-bench: error: {error}", file=sys.stderr)
@@ -161,6 +176,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
         print(f"collector {mode:14s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
               f"max {stats['max']:10.0f}")
     print(f"with/without learning (median): {record['learning_cost_ratio']:.3f}")
+    print("dispatch per collector step: " + ", ".join(
+        f"{k} {v:.1f}" for k, v in record["dispatch_per_collector_step"].items()))
     print("phases (ms per env step, learning): " + " ".join(
         f"{k}={v:.2f}" for k, v in record["phase_ms_with_learning"].items()))
     if args.json is not None:
