@@ -178,6 +178,18 @@ def test_masked_reset_is_authoritative_and_leaves_other_rows_untouched(backend, 
         assert torch.equal(before[name][others], got[name][others]), f"{name} of unmasked rows changed"
 
 
+def test_a_full_mask_writes_what_set_state_of_every_row_writes(backend):
+    n = backend.num_envs
+    qpos, qvel = to(backend, *random_state(backend.inventory(), n, 13))
+    backend.set_state(all_rows(backend), qpos, qvel)
+    by_rows = snapshot(backend)
+    backend.step(torch.zeros(n, backend.state_widths().nu, device=backend.device), 1)  # move away first
+    backend.set_state_where(torch.ones(n, dtype=torch.bool, device=backend.device), qpos, qvel)
+    by_mask = snapshot(backend)
+    for name in by_rows:
+        assert torch.equal(by_rows[name], by_mask[name]), name
+
+
 def test_all_false_mask_is_a_no_op(backend):
     before = snapshot(backend)
     mask, qpos, qvel, _, _ = full_state_with_rows(backend, [], 10)
