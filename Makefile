@@ -39,12 +39,14 @@ conformance:
 	$(PYTEST) --pyargs unisim.conformance --unisim-backend $(BACKEND) --unisim-device $(DEVICE) \
 		--unisim-num-envs $(NUM_ENVS) --unisim-model builtin,$(G1_SCENE)
 
-# CPU by default; DEVICE=cuda runs the GPU benchmarks (mjwarp/genesis adapters, env on mjwarp).
+# CPU by default; DEVICE=cuda runs the GPU benchmarks (mjwarp/genesis adapters, env and collector on mjwarp).
 bench:
 ifeq ($(DEVICE),cuda)
 	$(VENV)/bin/unilab-bench backend --model $(G1_SCENE) --device cuda --envs 1024,4096,8192 \
 		--genesis-envs 1024,4096,8192 --out docs/perf/latest-backend-cuda.json
 	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --out docs/perf/latest-env-mjwarp-4096.json
+	$(VENV)/bin/unilab-bench collector --backend mjwarp --num-envs 4096 --device cuda \
+		--json docs/perf/latest-collector-mjwarp-4096.json
 else
 	$(VENV)/bin/unilab-bench backend-host --model $(G1_SCENE) --num-envs 64,1024 --out docs/perf/latest-backend-mujoco.json
 	$(VENV)/bin/unilab-bench env --backend mujoco --num-envs 1024 --out docs/perf/latest-env-mujoco-1024.json
