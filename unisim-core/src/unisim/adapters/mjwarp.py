@@ -184,8 +184,8 @@ class MjWarpBackend(SimBackend):
     def _set_state_where(self, mask: Mask, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         # Same writes as _set_state, masked: no row count, so nothing here waits for the host.
         rows = mask.unsqueeze(1)
-        self._qpos.copy_(torch.where(rows, qpos, self._qpos))
-        self._qvel.copy_(torch.where(rows, qvel, self._qvel))
+        torch.where(rows, qpos, self._qpos, out=self._qpos)  # in place: one kernel, no temporary
+        torch.where(rows, qvel, self._qvel, out=self._qvel)
         self._time.masked_fill_(mask, 0.0)
         self._act.masked_fill_(rows, 0.0)
         self._warmstart.masked_fill_(rows, 0.0)
