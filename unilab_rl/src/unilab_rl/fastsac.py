@@ -31,9 +31,10 @@ from unilab_rl.learner import (
     optimizer_step,
     polyak_update,
     sac_state_dict,
+    target_network,
     temperature_step,
 )
-from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
+from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
 from unilab_rl.networks.squashed_gaussian import squashed_sample
 from unilab_rl.normalizers import RunningMeanStd
@@ -78,10 +79,7 @@ class FastSAC:
         self.actor = GaussianActor(actor_dim, action_dim, config.actor_width).to(device)
         self.critic = CategoricalCriticEnsemble(
             critic_dim, action_dim, config.critic_width, config.critic_ensemble, config.atoms).to(device)
-        self.target_critic = CategoricalCriticEnsemble(
-            critic_dim, action_dim, config.critic_width, config.critic_ensemble, config.atoms).to(device)
-        self.target_critic.load_state_dict(self.critic.state_dict())
-        self.target_critic.requires_grad_(False)
+        self.target_critic = target_network(self.critic)
         self.log_temperature = torch.tensor(math.log(config.initial_temperature), device=device, requires_grad=True)
         self.target_entropy = config.target_entropy_per_dim * action_dim
         self.support = torch.linspace(config.v_min, config.v_max, config.atoms, device=device)
@@ -138,11 +136,9 @@ class FastSAC:
                 next_action, next_log_prob = squashed_sample(
                     next_mean, next_log_std, torch.randn_like(next_mean), cfg.action_scale)
                 next_probs = self.target_critic(next_obs, next_action).float().softmax(-1)  # (E, B, atoms)
-                pessimistic = (next_probs * self.support).sum(-1).argmin(0)
-                chosen = next_probs.gather(0, pessimistic[None, :, None].expand(1, -1, cfg.atoms))[0]
                 entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
-                atoms = soft_target_atoms(self.support, batch.reward, batch.discount, entropy_bonus)
-                target_probs = project_onto_support(chosen, atoms, cfg.v_min, cfg.v_max)
+                target_probs = pessimistic_soft_target(next_probs, self.support, batch.reward, batch.discount,
+                                                       entropy_bonus, cfg.v_min, cfg.v_max)
             log_probs = self.critic(obs, batch.action).float().log_softmax(-1)
             critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
         optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, cfg.max_grad_norm)

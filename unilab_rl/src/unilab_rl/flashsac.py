@@ -43,9 +43,10 @@ from unilab_rl.learner import (
     optimizer_step,
     polyak_update,
     sac_state_dict,
+    target_network,
     temperature_step,
 )
-from unilab_rl.networks.distributional import project_onto_support, soft_target_atoms
+from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.flash import (
     FlashActor,
     FlashCriticEnsemble,
@@ -88,14 +89,9 @@ class FlashSAC:
         action_dim = spec.action_dim
 
         self.actor = FlashActor(actor_dim, action_dim, config.actor_width, config.actor_blocks).to(device)
-        def make_critic() -> FlashCriticEnsemble:
-            return FlashCriticEnsemble(critic_dim, action_dim, config.critic_width, config.critic_blocks,
-                                       config.critic_ensemble, config.critic_bins).to(device)
-
-        self.critic = make_critic()
-        self.target_critic = make_critic()
-        self.target_critic.load_state_dict(self.critic.state_dict())
-        self.target_critic.requires_grad_(False)
+        self.critic = FlashCriticEnsemble(critic_dim, action_dim, config.critic_width, config.critic_blocks,
+                                          config.critic_ensemble, config.critic_bins).to(device)
+        self.target_critic = target_network(self.critic)
         self.log_temperature = torch.tensor(math.log(config.initial_temperature), device=device, requires_grad=True)
         self.target_entropy = gaussian_entropy_for_std(action_dim, config.target_std, config.action_scale)
         self.support = torch.linspace(-config.g_max, config.g_max, config.critic_bins, device=device)
@@ -176,12 +172,9 @@ class FlashSAC:
                 target_logits = self.target_critic(
                     torch.cat([obs, next_obs]), torch.cat([batch.action, next_action])).float()
                 next_probs = target_logits[:, obs.shape[0]:].softmax(-1)  # (E, B, bins)
-                next_q = (next_probs * self.support).sum(-1)
-                pessimistic = next_q.argmin(0)  # member with the lowest Q, per sample
-                chosen = next_probs.gather(0, pessimistic[None, :, None].expand(1, -1, cfg.critic_bins))[0]
                 entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
-                atoms = soft_target_atoms(self.support, reward, batch.discount, entropy_bonus)
-                target_probs = project_onto_support(chosen, atoms, -cfg.g_max, cfg.g_max)
+                target_probs = pessimistic_soft_target(next_probs, self.support, reward, batch.discount,
+                                                       entropy_bonus, -cfg.g_max, cfg.g_max)
             logits = self.critic(torch.cat([obs, next_obs]), torch.cat([batch.action, next_action])).float()
             log_probs = logits[:, : obs.shape[0]].log_softmax(-1)
             critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()

@@ -4,6 +4,7 @@ target-network averaging."""
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -35,6 +36,13 @@ def optimizer_step(
     if max_grad_norm > 0:
         nn.utils.clip_grad_norm_(params, max_grad_norm)
     optimizer.step()
+
+
+def target_network(source: nn.Module) -> nn.Module:
+    """A copy of ``source`` that follows it only through ``polyak_update`` (no gradients)."""
+    target = copy.deepcopy(source)
+    target.requires_grad_(False)
+    return target
 
 
 @torch.no_grad()

@@ -37,3 +37,18 @@ def soft_target_atoms(
     are ``(B,)``. ``discount`` is 0 for terminated windows, which collapses the target to r.
     """
     return reward[:, None] + discount[:, None] * (support[None, :] - entropy_bonus[:, None])
+
+
+def pessimistic_soft_target(
+    next_probs: torch.Tensor, support: torch.Tensor, reward: torch.Tensor, discount: torch.Tensor,
+    entropy_bonus: torch.Tensor, v_min: float, v_max: float,
+) -> torch.Tensor:
+    """The distributional soft target both SAC variants train on: of the ensemble's next-state
+    distributions ``next_probs`` (E, B, K), take per sample the member with the lowest mean,
+    shift it by the soft Bellman backup and project it back onto ``support`` (K,), which is
+    ``linspace(v_min, v_max, K)`` (the bounds come as floats: reading them off the tensor
+    would sync the device every update)."""
+    pessimistic = (next_probs * support).sum(-1).argmin(0)
+    chosen = next_probs.gather(0, pessimistic[None, :, None].expand(1, -1, support.shape[0]))[0]
+    atoms = soft_target_atoms(support, reward, discount, entropy_bonus)
+    return project_onto_support(chosen, atoms, v_min, v_max)
