@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
-import numpy as np
 import pytest
 import torch
 import unisim
+from sim_test_models import mj_reference_tensors, random_model_state, with_sensors
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import link_sensors
 from unisim.adapters.link_sensors import LinkStateSensors
@@ -34,38 +34,8 @@ LINK_SENSORS = """
 
 
 def link_sensor_model(builtin: str) -> str:
-    xml = Path(builtin).read_text()
-    head, _, rest = xml.partition("<sensor>")
-    _, _, tail = rest.partition("</sensor>")
-    return (head + LINK_SENSORS + tail).replace(
+    return with_sensors(builtin, LINK_SENSORS).replace(
         '<site name="imu"', '<site name="tilted" pos="0.05 -0.03 0.02" euler="0.3 -0.5 1.1"/>\n      <site name="imu"', 1)
-
-
-def random_state(model: mujoco.MjModel, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    rng = np.random.default_rng(seed)
-    qpos = np.tile(model.qpos0, (n, 1))
-    qpos[:, 0:3] = [0.1, -0.2, 0.7] + 0.05 * rng.standard_normal((n, 3))
-    quat = rng.standard_normal((n, 4))
-    qpos[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    qpos[:, 7:] = rng.uniform(-0.5, 0.5, (n, model.nq - 7))
-    return (torch.tensor(qpos, dtype=torch.float32),
-            torch.tensor(0.5 * rng.standard_normal((n, model.nv)), dtype=torch.float32))
-
-
-def mj_states(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor):
-    data = mujoco.MjData(model)
-    rows = []
-    res = np.zeros(6)
-    for q, v in zip(qpos.double().numpy(), qvel.double().numpy(), strict=True):
-        data.qpos[:], data.qvel[:] = q, v
-        mujoco.mj_forward(model, data)
-        lin, ang = [], []
-        for b in range(model.nbody):
-            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, b, res, 0)
-            ang.append(res[:3].copy())
-            lin.append(res[3:].copy())
-        rows.append((data.xpos.copy(), data.xquat.copy(), np.array(lin), np.array(ang), data.sensordata.copy()))
-    return [torch.tensor(np.stack(x), dtype=torch.float32) for x in zip(*rows, strict=True)]
 
 
 # ---- link-state sensors (no Genesis needed) --------------------------------------------
@@ -73,8 +43,8 @@ def test_link_state_sensors_match_mujoco_for_every_declared_kind(builtin_model):
     model = mujoco.MjModel.from_xml_string(link_sensor_model(builtin_model))
     kinds = {sensor_kind(model, s) for s in range(model.nsensor)}
     assert kinds == link_sensors.SENSOR_KINDS, "the pinned model must cover every declared kind"
-    qpos, qvel = random_state(model, 5, 0)
-    pos, quat, lin, ang, want = mj_states(model, qpos, qvel)
+    qpos, qvel = random_model_state(model, 5, 0)
+    pos, quat, lin, ang, want = mj_reference_tensors(model, qpos, qvel)
     out = torch.full((5, model.nsensordata), float("nan"))
     LinkStateSensors(model, torch.device("cpu")).compute(out, qpos, qvel, pos, quat, lin, ang)
     assert (out - want).abs().max() < 1e-5
@@ -129,7 +99,7 @@ def test_declares_a_device_plane_with_immediate_publication(backend):
 def test_construction_publishes_the_model_rest_state_in_mujoco_layout(backend, model_xml):
     model = mujoco.MjModel.from_xml_string(model_xml)
     qpos0 = torch.tensor(model.qpos0, dtype=torch.float32).repeat(N, 1)
-    pos, quat, *_ = mj_states(model, qpos0, torch.zeros(N, model.nv))
+    pos, quat, *_ = mj_reference_tensors(model, qpos0, torch.zeros(N, model.nv))
     views = backend.views()
     assert torch.allclose(views.qpos, qpos0, atol=1e-6)
     assert torch.allclose(views.body_pos_w, pos, atol=1e-5) and torch.allclose(views.body_quat_w, quat, atol=1e-5)
@@ -137,11 +107,11 @@ def test_construction_publishes_the_model_rest_state_in_mujoco_layout(backend, m
 
 def test_set_state_publishes_poses_velocities_and_sensors_without_a_step(backend, model_xml):
     model = mujoco.MjModel.from_xml_string(model_xml)
-    qpos, qvel = random_state(model, 1, 1)
+    qpos, qvel = random_model_state(model, 1, 1)
     steps = backend.diagnostics()["physics_steps"]
     backend.set_state(torch.tensor([1]), qpos, qvel)
     assert backend.diagnostics()["physics_steps"] == steps
-    pos, quat, lin, ang, sensors = mj_states(model, qpos, qvel)
+    pos, quat, lin, ang, sensors = mj_reference_tensors(model, qpos, qvel)
     v = backend.views()
     for name, want in (("qpos", qpos), ("qvel", qvel), ("body_pos_w", pos), ("body_lin_vel_w", lin),
                        ("body_ang_vel_w", ang), ("sensordata", sensors)):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import unisim
+from sim_test_models import mj_reference, random_model_state, with_sensors
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import mjwarp
 from unisim.mjcf import sensor_kind
@@ -32,50 +33,9 @@ ALL_KINDS_SENSORS = """
 
 
 def all_kinds_model(builtin: str) -> str:
-    xml = Path(builtin).read_text()
-    head, _, rest = xml.partition("<sensor>")
-    _, _, tail = rest.partition("</sensor>")
-    xml = head + ALL_KINDS_SENSORS + tail
-    return xml.replace('<body name="right_leg"', '<body name="hand" pos="0.1 0 0.06"><joint name="wrist" type="ball"/>'
-                       '<geom type="sphere" size="0.03" mass="0.2"/></body>\n      <body name="right_leg"', 1)
-
-
-def random_state(model: mujoco.MjModel, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    rng = np.random.default_rng(seed)
-    qpos = np.tile(model.qpos0, (n, 1))
-    for j in range(model.njnt):
-        a = model.jnt_qposadr[j]
-        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
-            qpos[:, a:a + 3] = [0.1, -0.2, 0.7] + 0.05 * rng.standard_normal((n, 3))
-            quat = rng.standard_normal((n, 4))
-            qpos[:, a + 3:a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-        elif model.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:
-            quat = rng.standard_normal((n, 4))
-            qpos[:, a:a + 4] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-        else:
-            qpos[:, a] = rng.uniform(-0.5, 0.5, n)
-    qvel = 0.5 * rng.standard_normal((n, model.nv))
-    return torch.tensor(qpos, dtype=torch.float32), torch.tensor(qvel, dtype=torch.float32)
-
-
-def mj_reference(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor) -> dict[str, np.ndarray]:
-    """mj_forward of each row: body poses, body-origin velocities (mjOBJ_XBODY), sensordata."""
-    data = mujoco.MjData(model)
-    out: dict[str, list] = {"body_pos_w": [], "body_quat_w": [], "body_lin_vel_w": [], "body_ang_vel_w": [],
-                            "sensordata": []}
-    res = np.zeros(6)
-    for q, v in zip(qpos.double().numpy(), qvel.double().numpy(), strict=True):
-        data.qpos[:], data.qvel[:] = q, v
-        mujoco.mj_forward(model, data)
-        lin, ang = [], []
-        for b in range(model.nbody):
-            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, b, res, 0)
-            ang.append(res[:3].copy())
-            lin.append(res[3:].copy())
-        for key, value in (("body_pos_w", data.xpos), ("body_quat_w", data.xquat), ("body_lin_vel_w", lin),
-                           ("body_ang_vel_w", ang), ("sensordata", data.sensordata)):
-            out[key].append(np.array(value, dtype=np.float64))
-    return {k: np.stack(v) for k, v in out.items()}
+    return with_sensors(builtin, ALL_KINDS_SENSORS).replace(
+        '<body name="right_leg"', '<body name="hand" pos="0.1 0 0.06"><joint name="wrist" type="ball"/>'
+        '<geom type="sphere" size="0.03" mass="0.2"/></body>\n      <body name="right_leg"', 1)
 
 
 def assert_views_match(views: unisim.BackendViews, rows: torch.Tensor, ref: dict[str, np.ndarray],
@@ -110,7 +70,7 @@ def test_views_are_the_same_memory_after_step_and_set_state(backend, builtin_mod
     views = backend.views()
     ptrs = {k: getattr(views, k).data_ptr() for k in ("qpos", "qvel", "body_pos_w", "body_lin_vel_w", "sensordata")}
     backend.step(torch.zeros(N, 3), 2)
-    qpos, qvel = random_state(mujoco.MjModel.from_xml_path(builtin_model), 1, 0)
+    qpos, qvel = random_model_state(mujoco.MjModel.from_xml_path(builtin_model), 1, 0)
     backend.set_state(torch.tensor([2]), qpos, qvel)
     assert backend.views() is views
     assert {k: getattr(views, k).data_ptr() for k in ptrs} == ptrs
@@ -120,7 +80,7 @@ def test_views_after_step_describe_the_stepped_state(backend, builtin_model):
     # mjw.step leaves xpos/sensors at the pre-integration state; the adapter's publish pass
     # must make every view agree with the qpos/qvel it publishes.
     model = mujoco.MjModel.from_xml_path(builtin_model)
-    backend.set_state(torch.arange(N), *random_state(model, N, 1))
+    backend.set_state(torch.arange(N), *random_model_state(model, N, 1))
     backend.step(0.3 * torch.ones(N, 3), 3)
     views = backend.views()
     assert_views_match(views, torch.arange(N), mj_reference(model, views.qpos.clone(), views.qvel.clone()))
@@ -134,7 +94,7 @@ def test_set_state_matches_mujoco_for_every_declared_sensor_kind(builtin_model):
     b = unisim.create_backend("mjwarp", model=xml, num_envs=3, device="cpu")
     try:
         rows = torch.tensor([0, 2])
-        qpos, qvel = random_state(model, 2, 2)
+        qpos, qvel = random_model_state(model, 2, 2)
         b.step(torch.zeros(3, 3), 1)  # nonzero time, so the clock sensor shows the reset too
         b.set_state(rows, qpos, qvel)
         assert_views_match(b.views(), rows, mj_reference(model, qpos, qvel))
@@ -145,13 +105,13 @@ def test_set_state_matches_mujoco_for_every_declared_sensor_kind(builtin_model):
 def test_set_state_leaves_other_rows_bitwise_untouched(backend, builtin_model):
     # The publish kernels recompute every world; rows not written must come out identical.
     model = mujoco.MjModel.from_xml_path(builtin_model)
-    backend.set_state(torch.arange(N), *random_state(model, N, 3))
+    backend.set_state(torch.arange(N), *random_model_state(model, N, 3))
     backend.step(torch.zeros(N, 3), 2)
     views = backend.views()
     before = {k: getattr(views, k).clone() for k in ("qpos", "qvel", "body_pos_w", "body_quat_w",
                                                        "body_lin_vel_w", "body_ang_vel_w", "sensordata")}
     steps = backend.diagnostics()["physics_steps"]
-    backend.set_state(torch.tensor([1]), *random_state(model, 1, 4))
+    backend.set_state(torch.tensor([1]), *random_model_state(model, 1, 4))
     assert backend.diagnostics()["physics_steps"] == steps
     others = torch.tensor([0, 2, 3])
     for key, value in before.items():
@@ -161,7 +121,7 @@ def test_set_state_leaves_other_rows_bitwise_untouched(backend, builtin_model):
 
 def test_graph_replay_and_eager_stepping_agree(builtin_model):
     model = mujoco.MjModel.from_xml_path(builtin_model)
-    state = random_state(model, 2, 5)
+    state = random_model_state(model, 2, 5)
     results = []
     for graph in (True, False):
         b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu", graph=graph)
@@ -187,7 +147,7 @@ def test_contact_overflow_is_reported_and_cleared_by_set_state(builtin_model):
         assert diag["nconmax_per_world"] == 1 and diag["overflow_worlds"] >= 1
         assert diag["overflow_kinds"], diag
         assert torch.isfinite(b.views().qpos).all(), "overflow drops contacts, never corrupts state"
-        b.set_state(torch.arange(2), *random_state(model, 2, 7))
+        b.set_state(torch.arange(2), *random_model_state(model, 2, 7))
         assert b.diagnostics()["overflow_worlds"] == 0
     finally:
         b.close()

@@ -1,0 +1,52 @@
+"""Models and states the adapter tests share (imported by name from the tests folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import torch
+from unisim.conformance.states import random_state
+from unisim.mjcf import build_inventory
+
+
+def with_sensors(model_path: str, sensors_xml: str) -> str:
+    """The MJCF at ``model_path`` with its ``<sensor>`` block replaced by ``sensors_xml``."""
+    head, _, rest = Path(model_path).read_text().partition("<sensor>")
+    _, _, tail = rest.partition("</sensor>")
+    return head + sensors_xml + tail
+
+
+def random_model_state(model: mujoco.MjModel, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The conformance suite's random valid state, for a compiled model."""
+    return random_state(build_inventory(model), n, seed)
+
+
+def mj_reference(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor) -> dict[str, np.ndarray]:
+    """mj_forward of each row: body poses, body-origin velocities (mjOBJ_XBODY), sensordata."""
+    data = mujoco.MjData(model)
+    out: dict[str, list] = {"body_pos_w": [], "body_quat_w": [], "body_lin_vel_w": [], "body_ang_vel_w": [],
+                            "sensordata": []}
+    res = np.zeros(6)
+    for q, v in zip(qpos.double().numpy(), qvel.double().numpy(), strict=True):
+        data.qpos[:], data.qvel[:] = q, v
+        mujoco.mj_forward(model, data)
+        lin, ang = [], []
+        for b in range(model.nbody):
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_XBODY, b, res, 0)
+            ang.append(res[:3].copy())
+            lin.append(res[3:].copy())
+        for key, value in (("body_pos_w", data.xpos), ("body_quat_w", data.xquat), ("body_lin_vel_w", lin),
+                           ("body_ang_vel_w", ang), ("sensordata", data.sensordata)):
+            out[key].append(np.array(value, dtype=np.float64))
+    return {k: np.stack(v) for k, v in out.items()}
+
+
+VIEW_ORDER = ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w", "sensordata")
+
+
+def mj_reference_tensors(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.Tensor) -> list[torch.Tensor]:
+    """``mj_reference`` as float32 tensors in VIEW_ORDER."""
+    ref = mj_reference(model, qpos, qvel)
+    return [torch.tensor(ref[key], dtype=torch.float32) for key in VIEW_ORDER]
