@@ -18,6 +18,13 @@ def with_sensors(model_path: str, sensors_xml: str) -> str:
     return head + sensors_xml + tail
 
 
+def with_tilted_site(xml: str) -> str:
+    """``xml`` plus a site "tilted" next to "imu", offset and rotated, so sensors on it
+    exercise a site frame with orientation."""
+    return xml.replace('<site name="imu"',
+                       '<site name="tilted" pos="0.05 -0.03 0.02" euler="0.3 -0.5 1.1"/>\n      <site name="imu"', 1)
+
+
 def random_model_state(model: mujoco.MjModel, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The conformance suite's random valid state, for a compiled model."""
     return random_state(build_inventory(model), n, seed)

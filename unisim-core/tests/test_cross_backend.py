@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 import unisim
-from unisim.conformance.states import random_state
+from sim_test_models import with_tilted_site
+from unisim.conformance.states import quat_close, random_state
 from unisim.mjcf import build_inventory, load_model
 
 TOL = 1e-4
@@ -47,8 +48,8 @@ def assert_agree(results: dict[str, dict[str, torch.Tensor]]) -> None:
     for name, got in results.items():
         for field in FIELDS:
             a, b = got[field], ref[field]
-            if field == "body_quat_w":  # q and -q are one rotation
-                err = torch.minimum((a - b).abs().amax(-1), (a + b).abs().amax(-1)).max().item()
+            if field == "body_quat_w":
+                err = quat_close(a, b).max().item()
             else:
                 err = (a - b).abs().max().item() if a.numel() else 0.0
             assert err < TOL, f"{name} {field} differs from mujoco by {err}"
@@ -56,9 +57,7 @@ def assert_agree(results: dict[str, dict[str, torch.Tensor]]) -> None:
 
 @pytest.fixture(scope="module")
 def hopper_xml(builtin_model) -> str:
-    xml = Path(builtin_model).read_text().replace("</sensor>", EXTRA_SENSORS, 1)
-    return xml.replace('<site name="imu"',
-                       '<site name="tilted" pos="0.05 -0.03 0.02" euler="0.3 -0.5 1.1"/>\n      <site name="imu"', 1)
+    return with_tilted_site(Path(builtin_model).read_text().replace("</sensor>", EXTRA_SENSORS, 1))
 
 
 def test_three_backends_publish_the_same_kinematics_from_the_same_state(hopper_xml):

@@ -12,7 +12,7 @@ import mujoco
 import pytest
 import torch
 import unisim
-from sim_test_models import mj_reference_tensors, random_model_state, with_sensors
+from sim_test_models import mj_reference_tensors, random_model_state, with_sensors, with_tilted_site
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import link_sensors
 from unisim.adapters.link_sensors import LinkStateSensors
@@ -34,8 +34,7 @@ LINK_SENSORS = """
 
 
 def link_sensor_model(builtin: str) -> str:
-    return with_sensors(builtin, LINK_SENSORS).replace(
-        '<site name="imu"', '<site name="tilted" pos="0.05 -0.03 0.02" euler="0.3 -0.5 1.1"/>\n      <site name="imu"', 1)
+    return with_tilted_site(with_sensors(builtin, LINK_SENSORS))
 
 
 # ---- link-state sensors (no Genesis needed) --------------------------------------------
