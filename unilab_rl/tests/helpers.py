@@ -61,3 +61,21 @@ def capture_training(captured: dict) -> None:
 
     runner_cls.learn = learn_and_capture
     runner_cls.train = train_and_capture
+
+
+def run_two_ranks(worker, out, results) -> tuple[dict, dict]:
+    """Spawn ``worker(rank, port, out, results)`` as 2 gloo ranks; each saves rank{r}.pt in
+    ``results``; return both records."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(worker, args=(free_port(), str(out), str(results)), nprocs=2, join=True)
+    return tuple(torch.load(f"{results}/rank{r}.pt") for r in range(2))
+
+
+def assert_ranks_trained_identically(first: dict, second: dict) -> None:
+    """Both ranks finished, made the same number of updates and hold the same parameters."""
+    assert first["code"] == second["code"] == 0
+    assert first["updates"] == second["updates"] > 0
+    for network in ("actor", "critic"):
+        for key in first[network]:
+            assert torch.equal(first[network][key], second[network][key]), f"{network}.{key} diverged"

@@ -5,8 +5,7 @@ import os
 
 import pytest
 import torch
-import torch.multiprocessing as mp
-from helpers import TINY, capture_training, free_port, set_rank_environment
+from helpers import TINY, assert_ranks_trained_identically, capture_training, run_two_ranks, set_rank_environment
 
 WORLD_SIZE = 2
 
@@ -28,12 +27,7 @@ def rank_worker(rank: int, port: int, out: str, results: str) -> None:
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed not built")
 def test_two_ranks_keep_identical_learners_and_only_rank_zero_writes(tmp_path):
     out = tmp_path / "run"
-    mp.spawn(rank_worker, args=(free_port(), str(out), str(tmp_path)), nprocs=WORLD_SIZE, join=True)
-    first, second = (torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD_SIZE))
-    assert first["code"] == second["code"] == 0
-    assert first["updates"] == second["updates"] > 0
-    for network in ("actor", "critic"):
-        for key in first[network]:
-            assert torch.equal(first[network][key], second[network][key]), f"{network}.{key} diverged"
+    first, second = run_two_ranks(rank_worker, out, tmp_path)
+    assert_ranks_trained_identically(first, second)
     assert (out / "checkpoint.pt").is_file()
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl"]
