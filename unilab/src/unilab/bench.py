@@ -214,7 +214,8 @@ def run(args: argparse.Namespace) -> dict:
     for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
         if e is None:
             continue
-        fusion[f"kernel_ops_per_step_{name}"] = _dispatch_profile(e, zeros)["kernel_ops_per_step"]
+        profile = dispatch if e is env else _dispatch_profile(e, zeros)
+        fusion[f"kernel_ops_per_step_{name}"] = profile["kernel_ops_per_step"]
         fusion[f"reward_kernel_ops_{name}"] = _reward_kernel_ops(e)
         fusion[f"reward_compute_ms_{name}"] = min(_reward_ms(e) for _ in range(3))
         e.flush_metrics()

@@ -233,10 +233,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
             result = runner.train(budget_steps, budget_seconds, progress=is_main and not args.no_progress)
         finally:
             signal.signal(signal.SIGINT, previous)
-        if sink is not None:
-            sink.close()
-            sink = None
-        distributed.finish_together()  # after rank 0's last write, before anyone tears down
+        distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
     finally:
         if sink is not None:
             sink.close()
