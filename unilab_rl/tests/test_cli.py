@@ -76,6 +76,18 @@ def test_bad_input_fails_with_a_message_and_writes_nothing(tmp_path, capsys, ext
     assert not (out / "checkpoint.pt").exists()
 
 
+def test_data_parallel_ranks_train_without_cuda_graphs_and_refuse_asking_for_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun sets for each rank
+    monkeypatch.setenv("RANK", "0")
+    parser = train_cli.build_parser()
+    plan = train_cli.prepare(parser.parse_args(base_args(tmp_path / "run")), TASKS)
+    assert plan["algo_config"].cuda_graph is False
+    with pytest.raises(train_cli.UsageError, match="cuda_graph=true cannot be used with --nproc"):
+        train_cli.prepare(parser.parse_args(base_args(tmp_path / "run") + ["cuda_graph=true"]), TASKS)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert train_cli.prepare(parser.parse_args(base_args(tmp_path / "run")), TASKS)["algo_config"].cuda_graph
+
+
 def test_unknown_task_lists_the_valid_ones(tmp_path, capsys):
     assert run_train(base_args(tmp_path / "run", task="walk_on_moon")) == 2
     assert "unknown task 'walk_on_moon'; valid: fake_task, other_task" in capsys.readouterr().err

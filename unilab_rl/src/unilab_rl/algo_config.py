@@ -25,4 +25,7 @@ class OffPolicyConfig(BaseModel):
     action_scale: float = Field(1.0, gt=0.0, description="policy output = action_scale * tanh(.)")
     amp: bool = Field(True, description="bf16 autocast for updates on CUDA (ignored on CPU)")
     compile: bool = Field(False, description="torch.compile the networks")
+    cuda_graph: bool = Field(
+        True, description="replay each gradient update from a CUDA graph (CUDA only, ignored on CPU; "
+        "data-parallel runs turn it off: their gradient all-reduce is not captured)")
     max_grad_norm: float = Field(0.0, ge=0.0, description="0 disables clipping")

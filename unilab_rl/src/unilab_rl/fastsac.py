@@ -24,6 +24,7 @@ from unilab_rl.contract import (
     ReplayBatch,
 )
 from unilab_rl.learner import (
+    CudaGraphUpdates,
     GradientHook,
     autocast_context,
     frozen,
@@ -33,6 +34,7 @@ from unilab_rl.learner import (
     sac_state_dict,
     target_network,
     temperature_step,
+    uses_cuda_graphs,
 )
 from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
@@ -86,10 +88,16 @@ class FastSAC:
 
         lr, decay = config.learning_rate, config.weight_decay
         fused = device.type == "cuda"  # one kernel per step instead of one per tensor
-        self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=lr, weight_decay=decay, fused=fused)
-        self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=lr, weight_decay=decay, fused=fused)
-        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr)
+        self.graphed = uses_cuda_graphs(config.cuda_graph, device)
+        capturable = self.graphed  # optimizer steps that a CUDA graph can replay
+        self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=lr, weight_decay=decay,
+                                                 fused=fused, capturable=capturable)
+        self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=lr, weight_decay=decay,
+                                                 fused=fused, capturable=capturable)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
+        self.update_graphs = (CudaGraphUpdates(self._update_step, lambda: self.gradient_hook)
+                              if self.graphed else None)
         if config.compile:
             self.actor.compile()
             self.critic.compile()
@@ -119,11 +127,18 @@ class FastSAC:
 
     # ---- learning ---------------------------------------------------------------------
     def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        """One learner step: critic every call, actor and temperature every
+        ``policy_period`` calls. Returns detached on-device scalars."""
+        with_actor = self.updates % self.config.policy_period == 0
+        metrics = (self.update_graphs or self._update_step)(with_actor, batch)
+        self.updates += 1
+        return metrics
+
+    def _update_step(self, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         metrics = self._update_critic(batch)
-        if self.updates % self.config.policy_period == 0:
+        if with_actor:
             metrics.update(self._update_actor_and_temperature(batch))
         polyak_update(self.target_critic, self.critic, self.config.target_tau)
-        self.updates += 1
         return metrics
 
     def _update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:

@@ -35,6 +35,7 @@ from unilab_rl.contract import (
     ReplayBatch,
 )
 from unilab_rl.learner import (
+    CudaGraphUpdates,
     GradientHook,
     autocast_context,
     eval_mode,
@@ -45,6 +46,7 @@ from unilab_rl.learner import (
     sac_state_dict,
     target_network,
     temperature_step,
+    uses_cuda_graphs,
 )
 from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.flash import (
@@ -99,10 +101,14 @@ class FlashSAC:
 
         lr = config.learning_rate
         fused = device.type == "cuda"  # one kernel per step instead of one per tensor
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=fused)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=fused)
-        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr)
+        self.graphed = uses_cuda_graphs(config.cuda_graph, device)
+        capturable = self.graphed  # optimizer steps that a CUDA graph can replay
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=fused, capturable=capturable)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=fused, capturable=capturable)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
+        self.update_graphs = (CudaGraphUpdates(self._update_step, lambda: self.gradient_hook)
+                              if self.graphed else None)
 
         # Noise repetition state, one hold per env.
         self.noise = torch.randn(spec.num_envs, action_dim, device=device)
@@ -150,11 +156,16 @@ class FlashSAC:
     def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         """One learner step: critic every call, actor and temperature every
         ``actor_update_period`` calls. Returns detached on-device scalars."""
+        with_actor = self.updates % self.config.actor_update_period == 0
+        metrics = (self.update_graphs or self._update_step)(with_actor, batch)
+        self.updates += 1
+        return metrics
+
+    def _update_step(self, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         metrics = self._update_critic(batch)
-        if self.updates % self.config.actor_update_period == 0:
+        if with_actor:
             metrics.update(self._update_actor_and_temperature(batch))
         polyak_update(self.target_critic, self.critic, self.config.target_tau)
-        self.updates += 1
         return metrics
 
     def _update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:

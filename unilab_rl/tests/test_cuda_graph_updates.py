@@ -1,0 +1,103 @@
+"""CUDA-graph replay of learner updates (learner.CudaGraphUpdates).
+
+The parity tests need a GPU: CI has none, they run on the device machine (docs/perf records
+the run). On CPU the flag must leave the eager path untouched, which CI checks.
+"""
+
+import pytest
+import torch
+from helpers import TINY
+from unilab_rl.algorithms import build_agent, build_config
+from unilab_rl.contract import EnvSpec, ReplayBatch
+
+ALGOS = ["flashsac", "fastsac"]
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU (device machine)")
+OBS = {"policy": 11, "critic": 14}
+ACTION_DIM = 5
+BATCH = 64
+
+
+def agent_on(device: str, algo: str, cuda_graph: bool, seed: int = 0):
+    torch.manual_seed(seed)
+    spec = EnvSpec(num_envs=8, device=torch.device(device), observation_spec=OBS, action_dim=ACTION_DIM,
+                   max_episode_length=100, step_dt=0.02)
+    # fp32 so eager and replayed kernels see identical inputs and may be compared tightly.
+    config = build_config(algo, {**TINY[algo], "batch_size": BATCH, "amp": False, "cuda_graph": cuda_graph})
+    return build_agent(algo, spec, config, spec.device)
+
+
+def random_batches(device: str, count: int) -> list[ReplayBatch]:
+    generator = torch.Generator().manual_seed(1)
+
+    def group() -> dict[str, torch.Tensor]:
+        return {g: torch.randn(BATCH, d, generator=generator).to(device) for g, d in OBS.items()}
+
+    return [ReplayBatch(obs=group(), action=(torch.rand(BATCH, ACTION_DIM, generator=generator) * 2 - 1).to(device),
+                        reward=torch.randn(BATCH, generator=generator).to(device),
+                        discount=torch.full((BATCH,), 0.97).to(device), next_obs=group())
+            for _ in range(count)]
+
+
+def run_updates(agent, batches, seed: int = 7) -> list[dict[str, float]]:
+    torch.manual_seed(seed)  # the update's own noise (next actions, actor samples)
+    return [{k: v.item() for k, v in agent.update(batch).items()} for batch in batches]
+
+
+def assert_same_learner(graphed, eager) -> None:
+    for name in ("actor", "critic", "target_critic"):
+        ours, theirs = getattr(graphed, name).state_dict(), getattr(eager, name).state_dict()
+        for key in theirs:
+            torch.testing.assert_close(ours[key], theirs[key], rtol=1e-4, atol=1e-5, msg=f"{name}.{key}")
+    torch.testing.assert_close(graphed.log_temperature, eager.log_temperature, rtol=1e-4, atol=1e-6)
+
+
+@needs_cuda
+@pytest.mark.parametrize("algo", ALGOS)
+def test_replayed_updates_match_eager_updates(algo):
+    # 12 updates: both variants (critic only, critic + actor) warm up, get captured and replay
+    # several times with fresh batches, so stale inputs or a missed state write would show.
+    batches = random_batches("cuda", 12)
+    graphed, eager = agent_on("cuda", algo, True), agent_on("cuda", algo, False)
+    assert graphed.update_graphs is not None and eager.update_graphs is None
+    graphed_metrics, eager_metrics = run_updates(graphed, batches), run_updates(eager, batches)
+    assert len(graphed.update_graphs.graphs) == 2  # both variants were captured and replayed
+    for step, (ours, theirs) in enumerate(zip(graphed_metrics, eager_metrics, strict=True)):
+        assert ours.keys() == theirs.keys(), step
+        for key in theirs:
+            assert ours[key] == pytest.approx(theirs[key], rel=1e-3, abs=1e-5), (step, key)
+    assert_same_learner(graphed, eager)
+
+
+@needs_cuda
+@pytest.mark.parametrize("algo", ALGOS)
+def test_loading_an_eager_checkpoint_recaptures_and_continues_like_eager(algo):
+    batches = random_batches("cuda", 16)
+    source = agent_on("cuda", algo, False)
+    run_updates(source, batches[:4])
+    state = source.state_dict()
+    graphed, eager = agent_on("cuda", algo, True, seed=3), agent_on("cuda", algo, False, seed=3)
+    run_updates(graphed, batches[:8])  # captured graphs that the load must invalidate
+    graphed.load_state_dict(state)
+    eager.load_state_dict(state)
+    assert all(g["capturable"] for g in graphed.critic_optimizer.param_groups)
+    assert graphed.update_graphs.graphs == {}
+    run_updates(graphed, batches[4:])
+    run_updates(eager, batches[4:])
+    assert_same_learner(graphed, eager)
+
+
+@needs_cuda
+def test_a_gradient_hook_is_refused_rather_than_silently_skipped():
+    agent = agent_on("cuda", "flashsac", True)
+    agent.gradient_hook = lambda params: None
+    with pytest.raises(RuntimeError, match="cuda_graph=false"):
+        agent.update(random_batches("cuda", 1)[0])
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_on_cpu_the_flag_keeps_the_eager_update(algo):
+    agent = agent_on("cpu", algo, True)
+    assert agent.update_graphs is None
+    assert not any(g["capturable"] for g in agent.critic_optimizer.param_groups)
+    assert all(torch.isfinite(torch.tensor(list(m.values()))).all()
+               for m in run_updates(agent, random_batches("cpu", 3)))
