@@ -76,6 +76,14 @@ def test_bad_input_fails_with_a_message_and_writes_nothing(tmp_path, capsys, ext
     assert not (out / "checkpoint.pt").exists()
 
 
+def test_overrides_may_follow_flags(tmp_path):
+    # gpu_walk appends the user's tokens after its own flags, so both orders must parse.
+    out = tmp_path / "run"
+    argv = base_args(out)[:-2] + [*TINY_TOKENS, "--no-progress", "batch_size=16", "--no-tensorboard"]
+    assert run_train(argv) == 0
+    assert load_checkpoint(out / "checkpoint.pt")["algo_config"]["batch_size"] == 16
+
+
 def test_data_parallel_ranks_train_without_cuda_graphs_and_refuse_asking_for_them(tmp_path, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun sets for each rank
     monkeypatch.setenv("RANK", "0")

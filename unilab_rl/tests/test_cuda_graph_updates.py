@@ -4,6 +4,8 @@ The parity tests need a GPU: CI has none, they run on the device machine (docs/p
 the run). On CPU the flag must leave the eager path untouched, which CI checks.
 """
 
+import copy
+
 import pytest
 import torch
 from helpers import TINY
@@ -77,8 +79,10 @@ def test_loading_an_eager_checkpoint_recaptures_and_continues_like_eager(algo):
     state = source.state_dict()
     graphed, eager = agent_on("cuda", algo, True, seed=3), agent_on("cuda", algo, False, seed=3)
     run_updates(graphed, batches[:8])  # captured graphs that the load must invalidate
-    graphed.load_state_dict(state)
-    eager.load_state_dict(state)
+    # Separate copies: optimizer.load_state_dict keeps same-device tensors as they are, so
+    # the two learners would otherwise share (and both advance) one optimizer state.
+    graphed.load_state_dict(copy.deepcopy(state))
+    eager.load_state_dict(copy.deepcopy(state))
     assert all(g["capturable"] for g in graphed.critic_optimizer.param_groups)
     assert graphed.update_graphs.graphs == {}
     run_updates(graphed, batches[4:])

@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -84,11 +85,12 @@ def _reward_kernel_ops(env) -> int:
     return probe.kernel_op_count
 
 
-def _host_syncs_per_step(env, action, steps: int = 10) -> float | None:
+def _host_syncs_per_step(env, action, steps: int = 10) -> tuple[float | None, dict[str, int]]:
     """torch-visible host syncs per env step (CUDA only: torch's sync debug mode warns on
-    each). Expected: 0 on a DEVICE_MASKED_RESET backend."""
+    each) and where they happened (file:line of the warning, with its count). Expected: 0 on
+    a DEVICE_MASKED_RESET backend."""
     if env.device.type != "cuda":
-        return None
+        return None, {}
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -99,7 +101,9 @@ def _host_syncs_per_step(env, action, steps: int = 10) -> float | None:
                 env.step(action)
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in caught) / steps
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    sites = Counter(f"{w.filename}:{w.lineno}" for w in syncs)
+    return len(syncs) / steps, dict(sites)
 
 
 def _reward_ms(env, reps: int = 50) -> float:
@@ -208,7 +212,7 @@ def run(args: argparse.Namespace) -> dict:
     profiler.disable()
     calls = pstats.Stats(profiler).total_calls / prof_steps
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
-    syncs = _host_syncs_per_step(env, zeros)
+    syncs, sync_sites = _host_syncs_per_step(env, zeros)
     dispatch = _dispatch_profile(env, zeros)
     fusion = {}
     for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
@@ -235,7 +239,7 @@ def run(args: argparse.Namespace) -> dict:
         "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
-        "fusion": fusion, "host_syncs_per_env_step": syncs, "dispatch_per_env_step": dispatch,
+        "fusion": fusion, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites, "dispatch_per_env_step": dispatch,
         "backend_counters": counters,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
@@ -264,6 +268,8 @@ def _print(record: dict) -> None:
         print("  backend counters: " + ", ".join(f"{k} {v:.2f}" for k, v in record["backend_counters"].items()))
     if record["host_syncs_per_env_step"] is not None:
         print(f"  host syncs per env step (torch sync debug mode): {record['host_syncs_per_env_step']:.2f}")
+        for site, count in record["host_sync_sites"].items():
+            print(f"    {count} at {site}")
     print("  dispatch per env step: " + ", ".join(f"{k} {v:.1f}" for k, v in record["dispatch_per_env_step"].items()))
     print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
 

@@ -38,9 +38,12 @@ PRESET = [
     "actor_width=128", "actor_blocks=2",
     "critic_width=256", "critic_blocks=2",
     "amp=true",
+    "compile=true",  # fuses the BatchNorm/elementwise chains: learner 31 -> 9 ms per env step
     "log_every=50",
     "checkpoint_every=1000",
 ]
+# FastSAC keeps its own defaults (batch 8192, 8 updates per env step); compiled networks.
+FASTSAC_PRESET = ["compile=true", "log_every=50", "checkpoint_every=1000"]
 LENGTH_GOAL_FRACTION = 0.9
 LIN_VEL_ERROR_GOAL = 0.25
 
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     process_start = time.perf_counter()
     curve_path = args.out / "curve.json"
-    preset = PRESET if args.algo == "flashsac" else ["log_every=50", "checkpoint_every=1000"]
+    preset = PRESET if args.algo == "flashsac" else FASTSAC_PRESET
     train_argv = ["--task", "g1_walk_flat", "--backend", args.backend, "--algo", args.algo,
                   "--num-envs", str(args.num_envs), "--seed", str(args.seed), "--minutes", str(args.minutes),
                   "--out", str(args.out / "run"), "--curve-json", str(curve_path), "--no-progress",

@@ -281,7 +281,7 @@ def _print_summary(result: Any) -> None:
 
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)  # key=value may follow flags
     try:
         if args.nproc < 1:
             raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
