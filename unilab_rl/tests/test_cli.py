@@ -138,6 +138,20 @@ def test_play_runs_deterministic_episodes_from_the_checkpoint_task(tmp_path, cap
     assert capsys.readouterr().out == first  # deterministic policy, same env seed
 
 
+def test_play_does_not_compile_a_policy_trained_with_compile(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    document = torch.load(out / "checkpoint.pt", weights_only=False)
+    document["algo_config"]["compile"] = True  # as the GPU presets train
+    torch.save(document, out / "checkpoint.pt")
+
+    def refuse(*_, **__):
+        raise AssertionError("play compiled a network")
+
+    monkeypatch.setattr(torch.nn.Module, "compile", refuse)
+    assert play_cli.main(["--checkpoint", str(out / "checkpoint.pt"), "--episodes", "2"], factory=fake_factory) == 0
+
+
 def test_play_refuses_a_corrupt_checkpoint(tmp_path, capsys):
     corrupt = tmp_path / "c.pt"
     corrupt.write_text("nope")

@@ -43,7 +43,8 @@ def load_policy(document: dict[str, Any], env: RunnerEnv) -> Any:
             f"checkpoint was trained with observations {trained['observation_spec']} and action_dim "
             f"{trained['action_dim']}; this env has {spec.observation_spec} and {spec.action_dim}")
     algorithm = lookup(document["algo"])
-    config = algorithm.config_class.model_validate(document["algo_config"])
+    # Compiling the networks pays off over thousands of updates, not over a few episodes.
+    config = algorithm.config_class.model_validate({**document["algo_config"], "compile": False})
     agent = build_agent(document["algo"], spec, config, spec.device)
     agent.load_state_dict(document["agent"])
     return agent
