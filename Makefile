@@ -45,8 +45,9 @@ ifeq ($(DEVICE),cuda)
 	$(VENV)/bin/unilab-bench backend --model $(G1_SCENE) --device cuda --envs 1024,4096,8192 \
 		--genesis-envs 1024,4096,8192 --out docs/perf/latest-backend-cuda.json
 	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --out docs/perf/latest-env-mjwarp-4096.json
-	$(VENV)/bin/unilab-bench collector --backend mjwarp --num-envs 4096 --device cuda \
-		--json docs/perf/latest-collector-mjwarp-4096.json
+	for algo in flashsac fastsac; do $(VENV)/bin/unilab-bench collector --backend mjwarp --num-envs 4096 \
+		--device cuda --algo $$algo --gpu-walk-preset replay_capacity_per_env=64 \
+		--json docs/perf/latest-collector-$$algo-mjwarp-4096.json || exit 1; done
 else
 	$(VENV)/bin/unilab-bench backend-host --model $(G1_SCENE) --num-envs 64,1024 --out docs/perf/latest-backend-mujoco.json
 	$(VENV)/bin/unilab-bench env --backend mujoco --num-envs 1024 --out docs/perf/latest-env-mujoco-1024.json

@@ -174,6 +174,20 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host
 
 
+def test_bench_starts_from_the_gpu_walk_preset_and_still_learns_at_once(tmp_path):
+    record_path = tmp_path / "bench.json"
+    small = ["actor_width=16", "critic_width=16", "actor_blocks=1", "critic_blocks=1", "critic_bins=21",
+             "compile=false", "replay_capacity_per_env=1100"]
+    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.2",
+            "--samples", "1", "--json", str(record_path), "--gpu-walk-preset", *small]
+    assert bench_cli.main(argv, factory=fake_factory) == 0
+    record = json.loads(record_path.read_text())
+    assert record["algo_config"]["batch_size"] == 8192  # from the preset
+    assert record["algo_config"]["actor_width"] == 16  # the command line wins over the preset
+    assert record["algo_config"]["learning_starts"] == 0
+    assert record["phase_ms_with_learning"]["learner_ms"] > 0
+
+
 def test_real_factory_names_valid_backends_and_override_keys(tmp_path, capsys):
     pytest.importorskip("unilab")
     out = tmp_path / "run"

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from unilab_rl.algorithms import build_agent, lookup
+from unilab_rl.cli.gpu_walk import preset_for
 from unilab_rl.cli.overrides import split_overrides, validated
 from unilab_rl.cli.train import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
     collector.add_argument("--samples", type=int, default=3)
     collector.add_argument("--json", type=Path, help="write the JSON record here")
+    collector.add_argument("--gpu-walk-preset", action="store_true",
+                           help="start from the overrides gpu_walk trains this algorithm with")
     collector.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
@@ -77,7 +80,10 @@ def summarize(values: list[float]) -> dict[str, float]:
 
 def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
     algorithm = lookup(args.algo)
-    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
+    # The preset's learning_starts is left out: the bench learns from its first full batch.
+    preset = [t for t in preset_for(args.algo) if not t.startswith("learning_starts=")] if args.gpu_walk_preset else []
+    tokens = preset + list(args.overrides)
+    split = split_overrides(tokens, algorithm.config_class, RunnerConfig)
     # Learning starts after one batch so the "learn" mode is learning from its first sample.
     config = validated(algorithm.config_class, {"learning_starts": 0}, split.algo, "algorithm")
     runner_config = validated(RunnerConfig, {"timing_sample_every": 1_000_000}, split.runner, "runner")

@@ -44,6 +44,13 @@ PRESET = [
 ]
 # FastSAC keeps its own defaults (batch 8192, 8 updates per env step); compiled networks.
 FASTSAC_PRESET = ["compile=true", "log_every=50", "checkpoint_every=1000"]
+
+
+def preset_for(algo: str) -> list[str]:
+    """The override tokens this command trains ``algo`` with (the collector bench reuses them)."""
+    return PRESET if algo == "flashsac" else FASTSAC_PRESET
+
+
 LENGTH_GOAL_FRACTION = 0.9
 LIN_VEL_ERROR_GOAL = 0.25
 
@@ -97,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     process_start = time.perf_counter()
     curve_path = args.out / "curve.json"
-    preset = PRESET if args.algo == "flashsac" else FASTSAC_PRESET
+    preset = preset_for(args.algo)
     train_argv = ["--task", "g1_walk_flat", "--backend", args.backend, "--algo", args.algo,
                   "--num-envs", str(args.num_envs), "--seed", str(args.seed), "--minutes", str(args.minutes),
                   "--out", str(args.out / "run"), "--curve-json", str(curve_path), "--no-progress",
