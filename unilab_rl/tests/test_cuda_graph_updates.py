@@ -91,6 +91,18 @@ def test_loading_an_eager_checkpoint_recaptures_and_continues_like_eager(algo):
 
 
 @needs_cuda
+@pytest.mark.parametrize("algo", ALGOS)
+def test_an_eager_learner_loading_a_graphed_checkpoint_keeps_its_step_counters_on_the_host(algo):
+    graphed, eager = agent_on("cuda", algo, True), agent_on("cuda", algo, False)
+    run_updates(graphed, random_batches("cuda", 6))
+    eager.load_state_dict(copy.deepcopy(graphed.state_dict()))
+    group = eager.temperature_optimizer.param_groups[0]
+    assert group["capturable"] is False
+    assert eager.temperature_optimizer.state[group["params"][0]]["step"].device.type == "cpu"
+    run_updates(eager, random_batches("cuda", 2))
+
+
+@needs_cuda
 def test_a_gradient_hook_is_refused_rather_than_silently_skipped():
     agent = agent_on("cuda", "flashsac", True)
     agent.gradient_hook = lambda params: None

@@ -186,14 +186,17 @@ def _cloned_batch(batch: ReplayBatch) -> ReplayBatch:
 
 def keep_capturable(optimizer: torch.optim.Optimizer, capturable: bool) -> None:
     """Re-apply this learner's ``capturable`` after ``optimizer.load_state_dict``, which takes
-    the saved param groups' flag (a checkpoint from an eager run would break graph capture)."""
+    the saved param groups' flag: a checkpoint from an eager run would break graph capture,
+    and one from a graphed run would leave an eager learner's step counters on the GPU, where
+    the unfused Adam reads them back to the host every step."""
     for group in optimizer.param_groups:
         group["capturable"] = capturable
-        if capturable:
-            for param in group["params"]:
-                state = optimizer.state.get(param, {})
-                if "step" in state:
-                    state["step"] = state["step"].to(dtype=torch.float32, device=param.device)
+        on_device = capturable or group.get("fused", False)  # where torch keeps "step" itself
+        for param in group["params"]:
+            state = optimizer.state.get(param, {})
+            if "step" in state:
+                device = param.device if on_device else torch.device("cpu")
+                state["step"] = state["step"].to(dtype=torch.float32, device=device)
 
 
 # What every SAC learner checkpoints; each algorithm adds its own normalizers and noise state.
