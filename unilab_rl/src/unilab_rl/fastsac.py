@@ -23,8 +23,8 @@ from unilab_rl.contract import (
     Observation,
     ReplayBatch,
 )
+from unilab_rl.graphed_updates import CudaGraphUpdates, uses_cuda_graphs
 from unilab_rl.learner import (
-    CudaGraphUpdates,
     GradientHook,
     autocast_context,
     frozen,
@@ -34,7 +34,6 @@ from unilab_rl.learner import (
     sac_state_dict,
     target_network,
     temperature_step,
-    uses_cuda_graphs,
 )
 from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor

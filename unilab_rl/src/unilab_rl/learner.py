@@ -1,18 +1,16 @@
 """Small pieces every learner shares: mixed precision, optimizer steps with a gradient hook,
-target-network averaging, CUDA-graph replay of whole updates."""
+target-network averaging, checkpoint state."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
 
-from unilab_rl.contract import ReplayBatch
+from unilab_rl.graphed_updates import keep_capturable
 
 # Called with the parameters of one optimizer after backward and before the step; a
 # data-parallel wrapper installs an all-reduce here (see issue 6).
@@ -94,109 +92,6 @@ def temperature_step(log_temperature: nn.Parameter, optimizer: torch.optim.Optim
     optimizer_step(optimizer, loss, gradient_hook)
     return {"actor/entropy": entropy, "actor/temperature": log_temperature.detach().exp(),
             "actor/temperature_loss": loss.detach()}
-
-
-UpdateStep = Callable[[Hashable, ReplayBatch], dict[str, torch.Tensor]]
-
-
-def uses_cuda_graphs(cuda_graph: bool, device: torch.device) -> bool:
-    return cuda_graph and device.type == "cuda"
-
-
-class CudaGraphUpdates:
-    """Runs ``step(variant, batch)`` (one gradient update) from a CUDA graph per variant.
-
-    Why: one FlashSAC update is ~700 (critic only) to ~1400 (critic, actor and temperature)
-    small kernels; launched one by one from Python the learner is launch-bound, not
-    compute-bound, at batch 8192 on an H200. A replay launches the whole update at once.
-
-    What ``step`` must be, and the FlashSAC and FastSAC updates are: fixed batch shapes; no
-    host sync; every state change in place (optimizers built with ``capturable=True``,
-    BatchNorm statistics, target networks); randomness from the default CUDA generator,
-    whose graph-safe Philox offsets make a replay draw what an eager call would.
-
-    The first ``warmup`` calls of a variant run eagerly on a side stream (optimizer state and
-    library workspaces must exist before capture), the next one captures, and every later
-    one copies its batch into the captured inputs and replays. Each call is exactly one
-    update; the returned metrics are the graph's output tensors, valid until the next call.
-    """
-
-    def __init__(self, step: UpdateStep, gradient_hook: Callable[[], GradientHook | None], warmup: int = 2) -> None:
-        self.step = step
-        self.gradient_hook = gradient_hook
-        self.warmup = warmup
-        self.eager_calls: Counter[Hashable] = Counter()
-        self.graphs: dict[Hashable, tuple[torch.cuda.CUDAGraph, ReplayBatch, dict[str, torch.Tensor]]] = {}
-
-    def __call__(self, variant: Hashable, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        if self.gradient_hook() is not None:
-            raise RuntimeError("cuda_graph=true cannot capture a gradient hook (the data-parallel all-reduce); "
-                               "build the learner with cuda_graph=false")
-        if variant not in self.graphs:
-            if self.eager_calls[variant] < self.warmup:
-                self.eager_calls[variant] += 1
-                return self._eager_on_side_stream(variant, batch)
-            self.graphs[variant] = self._capture(variant, batch)
-        graph, static_batch, static_metrics = self.graphs[variant]
-        for static, fresh in zip(_batch_tensors(static_batch), _batch_tensors(batch), strict=True):
-            static.copy_(fresh)
-        graph.replay()
-        return static_metrics
-
-    def reset(self) -> None:
-        """Forget the captured graphs (after a state load replaced optimizer state tensors)."""
-        self.graphs.clear()
-        self.eager_calls.clear()
-
-    def _eager_on_side_stream(self, variant: Hashable, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            metrics = self.step(variant, batch)
-        torch.cuda.current_stream().wait_stream(side)
-        return metrics
-
-    def _capture(self, variant: Hashable, batch: ReplayBatch) -> tuple[torch.cuda.CUDAGraph, ReplayBatch,
-                                                                      dict[str, torch.Tensor]]:
-        static_batch = _cloned_batch(batch)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_metrics = self.step(variant, static_batch)  # recorded, not run: the caller replays
-        return graph, static_batch, static_metrics
-
-
-def _batch_tensors(batch: ReplayBatch) -> list[torch.Tensor]:
-    tensors: list[torch.Tensor] = []
-    for field in dataclasses.fields(batch):
-        value = getattr(batch, field.name)
-        if isinstance(value, dict):
-            tensors.extend(value[k] for k in sorted(value))
-        else:
-            tensors.append(value)
-    return tensors
-
-
-def _cloned_batch(batch: ReplayBatch) -> ReplayBatch:
-    def clone(value):
-        return {k: v.clone() for k, v in value.items()} if isinstance(value, dict) else value.clone()
-
-    return ReplayBatch(**{f.name: clone(getattr(batch, f.name)) for f in dataclasses.fields(batch)})
-
-
-def keep_capturable(optimizer: torch.optim.Optimizer, capturable: bool) -> None:
-    """Re-apply this learner's ``capturable`` after ``optimizer.load_state_dict``, which takes
-    the saved param groups' flag: a checkpoint from an eager run would break graph capture,
-    and one from a graphed run would leave an eager learner's step counters on the GPU, where
-    the unfused Adam reads them back to the host every step."""
-    for group in optimizer.param_groups:
-        group["capturable"] = capturable
-        on_device = capturable or group.get("fused", False)  # where torch keeps "step" itself
-        for param in group["params"]:
-            state = optimizer.state.get(param, {})
-            if "step" in state:
-                device = param.device if on_device else torch.device("cpu")
-                state["step"] = state["step"].to(dtype=torch.float32, device=device)
 
 
 # What every SAC learner checkpoints; each algorithm adds its own normalizers and noise state.
