@@ -6,13 +6,13 @@ from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
 from unisim.factory import create_backend
 from unisim.inventory import (
-                              ActuatorInfo,
-                              BodyInfo,
-                              Inventory,
-                              JointInfo,
-                              Keyframe,
-                              SensorInfo,
-                              StateWidths,
+    ActuatorInfo,
+    BodyInfo,
+    Inventory,
+    JointInfo,
+    Keyframe,
+    SensorInfo,
+    StateWidths,
 )
 from unisim.scope import backend_scope
 from unisim.views import BackendViews
