@@ -23,15 +23,16 @@ from unilab_rl.contract import (
     Observation,
     ReplayBatch,
 )
-from unilab_rl.graphed_updates import CudaGraphUpdates, uses_cuda_graphs
+from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.learner import (
     GradientHook,
     autocast_context,
     frozen,
     load_sac_state_dict,
     optimizer_step,
-    polyak_update,
     sac_state_dict,
+    sac_update_graphs,
+    scheduled_sac_update,
     target_network,
     temperature_step,
 )
@@ -87,16 +88,14 @@ class FastSAC:
 
         lr, decay = config.learning_rate, config.weight_decay
         fused = device.type == "cuda"  # one kernel per step instead of one per tensor
-        self.graphed = uses_cuda_graphs(config.cuda_graph, device)
-        capturable = self.graphed  # optimizer steps that a CUDA graph can replay
+        capturable = uses_cuda_graphs(config.cuda_graph, device)  # optimizer steps a CUDA graph can replay
         self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=lr, weight_decay=decay,
                                                  fused=fused, capturable=capturable)
         self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=lr, weight_decay=decay,
                                                  fused=fused, capturable=capturable)
         self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
-        self.update_graphs = (CudaGraphUpdates(self._update_step, lambda: self.gradient_hook)
-                              if self.graphed else None)
+        self.update_graphs = sac_update_graphs(self, capturable)
         if config.compile:
             self.actor.compile()
             self.critic.compile()
@@ -126,21 +125,9 @@ class FastSAC:
 
     # ---- learning ---------------------------------------------------------------------
     def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        """One learner step: critic every call, actor and temperature every
-        ``policy_period`` calls. Returns detached on-device scalars."""
-        with_actor = self.updates % self.config.policy_period == 0
-        metrics = (self.update_graphs or self._update_step)(with_actor, batch)
-        self.updates += 1
-        return metrics
+        return scheduled_sac_update(self, batch, self.config.policy_period)
 
-    def _update_step(self, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        metrics = self._update_critic(batch)
-        if with_actor:
-            metrics.update(self._update_actor_and_temperature(batch))
-        polyak_update(self.target_critic, self.critic, self.config.target_tau)
-        return metrics
-
-    def _update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    def update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         cfg = self.config
         obs = self._critic_input(batch.obs[CRITIC_GROUP])
         next_obs = self._critic_input(batch.next_obs[CRITIC_GROUP])
@@ -159,7 +146,7 @@ class FastSAC:
         q_mean = (log_probs.detach().exp() * self.support).sum(-1).mean()
         return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean}
 
-    def _update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    def update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         cfg = self.config
         with autocast_context(self.device, cfg.amp):
             mean, log_std = self.actor(self._actor_input(batch.obs[POLICY_GROUP]))

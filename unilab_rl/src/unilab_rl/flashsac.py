@@ -34,7 +34,7 @@ from unilab_rl.contract import (
     Observation,
     ReplayBatch,
 )
-from unilab_rl.graphed_updates import CudaGraphUpdates, uses_cuda_graphs
+from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.learner import (
     GradientHook,
     autocast_context,
@@ -42,8 +42,9 @@ from unilab_rl.learner import (
     frozen,
     load_sac_state_dict,
     optimizer_step,
-    polyak_update,
     sac_state_dict,
+    sac_update_graphs,
+    scheduled_sac_update,
     target_network,
     temperature_step,
 )
@@ -100,14 +101,12 @@ class FlashSAC:
 
         lr = config.learning_rate
         fused = device.type == "cuda"  # one kernel per step instead of one per tensor
-        self.graphed = uses_cuda_graphs(config.cuda_graph, device)
-        capturable = self.graphed  # optimizer steps that a CUDA graph can replay
+        capturable = uses_cuda_graphs(config.cuda_graph, device)  # optimizer steps a CUDA graph can replay
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=fused, capturable=capturable)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=fused, capturable=capturable)
         self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
-        self.update_graphs = (CudaGraphUpdates(self._update_step, lambda: self.gradient_hook)
-                              if self.graphed else None)
+        self.update_graphs = sac_update_graphs(self, capturable)
 
         # Noise repetition state, one hold per env.
         self.noise = torch.randn(spec.num_envs, action_dim, device=device)
@@ -153,21 +152,9 @@ class FlashSAC:
 
     # ---- learning ---------------------------------------------------------------------
     def update(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        """One learner step: critic every call, actor and temperature every
-        ``actor_update_period`` calls. Returns detached on-device scalars."""
-        with_actor = self.updates % self.config.actor_update_period == 0
-        metrics = (self.update_graphs or self._update_step)(with_actor, batch)
-        self.updates += 1
-        return metrics
+        return scheduled_sac_update(self, batch, self.config.actor_update_period)
 
-    def _update_step(self, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        metrics = self._update_critic(batch)
-        if with_actor:
-            metrics.update(self._update_actor_and_temperature(batch))
-        polyak_update(self.target_critic, self.critic, self.config.target_tau)
-        return metrics
-
-    def _update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    def update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         cfg = self.config
         obs, next_obs = batch.obs[CRITIC_GROUP], batch.next_obs[CRITIC_GROUP]
         reward_scale = self.return_scaler.scale() if cfg.normalize_reward else torch.ones((), device=self.device)
@@ -194,7 +181,7 @@ class FlashSAC:
         return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean.detach() * reward_scale,
                 "critic/reward_scale": reward_scale.detach()}
 
-    def _update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    def update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         cfg = self.config
         batch_size = batch.action.shape[0]
         with autocast_context(self.device, cfg.amp):

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
 
-from unilab_rl.graphed_updates import keep_capturable
+from unilab_rl.contract import ReplayBatch
+from unilab_rl.graphed_updates import CudaGraphUpdates, keep_capturable
 
 # Called with the parameters of one optimizer after backward and before the step; a
 # data-parallel wrapper installs an all-reduce here (see issue 6).
@@ -94,6 +96,37 @@ def temperature_step(log_temperature: nn.Parameter, optimizer: torch.optim.Optim
             "actor/temperature_loss": loss.detach()}
 
 
+def sac_update_step(agent, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    """One SAC learner update, the unit a CUDA graph captures: the critic, then (``with_actor``)
+    the actor and temperature, then the target critic's Polyak step."""
+    metrics = agent.update_critic(batch)
+    if with_actor:
+        metrics.update(agent.update_actor_and_temperature(batch))
+    polyak_update(agent.target_critic, agent.critic, agent.config.target_tau)
+    return metrics
+
+
+def sac_update_graphs(agent, enabled: bool) -> CudaGraphUpdates | None:
+    """The agent's CUDA graphs of ``sac_update_step`` (None when not ``enabled``); its
+    optimizers must have been built with ``capturable=enabled``."""
+    if not enabled:
+        return None
+    return CudaGraphUpdates(functools.partial(sac_update_step, agent), lambda: agent.gradient_hook)
+
+
+def scheduled_sac_update(agent, batch: ReplayBatch, actor_period: int) -> dict[str, torch.Tensor]:
+    """A SAC learner's ``update(batch)``: critic every call, actor and temperature every
+    ``actor_period`` calls, replayed from the agent's CUDA graphs when it has them. Returns
+    detached on-device scalars."""
+    with_actor = agent.updates % actor_period == 0
+    if agent.update_graphs is not None:
+        metrics = agent.update_graphs(with_actor, batch)
+    else:
+        metrics = sac_update_step(agent, with_actor, batch)
+    agent.updates += 1
+    return metrics
+
+
 # What every SAC learner checkpoints; each algorithm adds its own normalizers and noise state.
 _SAC_MODULES = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer", "temperature_optimizer")
 
@@ -109,7 +142,7 @@ def load_sac_state_dict(agent, state: dict) -> None:
     for name in _SAC_MODULES:
         getattr(agent, name).load_state_dict(state[name])
         if name.endswith("optimizer"):
-            keep_capturable(getattr(agent, name), agent.graphed)
+            keep_capturable(getattr(agent, name), agent.update_graphs is not None)
     if agent.update_graphs is not None:
         agent.update_graphs.reset()  # the loaded optimizer state is new tensors
     with torch.no_grad():
