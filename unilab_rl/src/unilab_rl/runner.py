@@ -168,12 +168,8 @@ class OffPolicyRunner:
         metrics.update(self.collector.flush())
         metrics.update({f"perf/{k}": v for k, v in self.timer.flush().items()})
         if self.update_count:
-            names = list(self.update_sums)
-            means = (torch.stack([self.update_sums[n] for n in names]) / self.update_count).tolist()
-            diverged = sorted(n for n, m in zip(names, means, strict=True) if not math.isfinite(m))
-            if diverged:
-                raise LearnerDiverged(self._divergence_message(diverged))
-            metrics.update({f"loss/{n}": m for n, m in zip(names, means, strict=True)})
+            sums = self._checked_update_sums()
+            metrics.update({f"loss/{n}": total / self.update_count for n, total in sums.items()})
             self.update_sums.clear()
             self.update_count = 0
         metrics.update({f"env/{k}": float(v) for k, v in self.env.flush_metrics().items()})
@@ -222,18 +218,19 @@ class OffPolicyRunner:
         return self.elapsed_before_resume_s + running
 
     def save(self, path: Path) -> None:
-        self._check_losses_finite()  # never replace a good checkpoint with diverged weights
+        if self.update_sums:  # never replace a good checkpoint with diverged weights (one sync; saves are rare)
+            self._checked_update_sums()
         save_checkpoint(path, self.checkpoint_payload())
 
-    def _check_losses_finite(self) -> None:
-        """One sync (checkpoints are rare): the losses summed since the last flush."""
-        if not self.update_sums:
-            return
+    def _checked_update_sums(self) -> dict[str, float]:
+        """The losses summed since the last flush, read to the host in one sync; raises
+        LearnerDiverged if any is NaN or inf."""
         names = list(self.update_sums)
-        finite = torch.isfinite(torch.stack([self.update_sums[n] for n in names])).tolist()
-        diverged = sorted(n for n, ok in zip(names, finite, strict=True) if not ok)
+        sums = dict(zip(names, torch.stack([self.update_sums[n] for n in names]).tolist(), strict=True))
+        diverged = sorted(n for n, total in sums.items() if not math.isfinite(total))
         if diverged:
             raise LearnerDiverged(self._divergence_message(diverged))
+        return sums
 
     def _divergence_message(self, losses: list[str]) -> str:
         return (f"non-finite loss ({', '.join(losses)}) by update {self.updates} (env step {self.env_steps}); "
