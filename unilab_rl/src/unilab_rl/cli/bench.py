@@ -80,12 +80,12 @@ def summarize(values: list[float]) -> dict[str, float]:
 
 def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
     algorithm = lookup(args.algo)
-    # The preset's learning_starts is left out: the bench learns from its first full batch.
-    preset = [t for t in preset_for(args.algo) if not t.startswith("learning_starts=")] if args.gpu_walk_preset else []
-    tokens = preset + list(args.overrides)
-    split = split_overrides(tokens, algorithm.config_class, RunnerConfig)
-    # Learning starts after one batch so the "learn" mode is learning from its first sample.
-    config = validated(algorithm.config_class, {"learning_starts": 0}, split.algo, "algorithm")
+    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
+    preset = split_overrides(preset_for(args.algo) if args.gpu_walk_preset else [], algorithm.config_class,
+                             RunnerConfig)
+    # Learning starts after one batch (the preset's learning_starts included) so the "learn"
+    # mode is learning from its first sample; the command line still wins.
+    config = validated(algorithm.config_class, {**preset.algo, "learning_starts": 0}, split.algo, "algorithm")
     runner_config = validated(RunnerConfig, {"timing_sample_every": 1_000_000}, split.runner, "runner")
     env = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=0,
                   overrides=split.env)
