@@ -63,6 +63,18 @@ def capture_training(captured: dict) -> None:
     runner_cls.train = train_and_capture
 
 
+def train_as_rank(rank: int, port: int, results: str, train) -> None:
+    """In a spawned rank of a 2-rank job: run ``train()`` (returns the CLI's exit code) with
+    the learners captured, and save the record as rank{r}.pt in ``results``."""
+    import os
+
+    set_rank_environment(rank, 2, port)
+    captured: dict = {}
+    capture_training(captured)
+    code = train()
+    torch.save({"code": code, **captured}, os.path.join(results, f"rank{rank}.pt"))
+
+
 def run_two_ranks(worker, out, results) -> tuple[dict, dict]:
     """Spawn ``worker(rank, port, out, results)`` as 2 gloo ranks; each saves rank{r}.pt in
     ``results``; return both records."""

@@ -1,27 +1,23 @@
 """Two data-parallel ranks on CPU (gloo) through the real CLI path: learners stay identical
 and only rank 0 writes a run directory."""
 
-import os
 
 import pytest
 import torch
-from helpers import TINY, assert_ranks_trained_identically, capture_training, run_two_ranks, set_rank_environment
-
-WORLD_SIZE = 2
+from helpers import TINY, assert_ranks_trained_identically, run_two_ranks, train_as_rank
 
 
 def rank_worker(rank: int, port: int, out: str, results: str) -> None:
-    set_rank_environment(rank, WORLD_SIZE, port)
-    from test_cli import TASKS, fake_factory
-    from unilab_rl.cli import train as train_cli
+    def train() -> int:
+        from test_cli import TASKS, fake_factory
+        from unilab_rl.cli import train as train_cli
 
-    captured = {}
-    capture_training(captured)
-    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items()] + ["log_every=4"]
-    argv = ["--task", "fake_task", "--backend", "fake", "--num-envs", "8", "--steps", "160", "--out", out,
-            "--no-progress", "--no-tensorboard", *tokens]
-    code = train_cli.main(argv, factory=fake_factory, tasks=TASKS)
-    torch.save({"code": code, **captured}, os.path.join(results, f"rank{rank}.pt"))
+        tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items()] + ["log_every=4"]
+        argv = ["--task", "fake_task", "--backend", "fake", "--num-envs", "8", "--steps", "160", "--out", out,
+                "--no-progress", "--no-tensorboard", *tokens]
+        return train_cli.main(argv, factory=fake_factory, tasks=TASKS)
+
+    train_as_rank(rank, port, results, train)
 
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed not built")

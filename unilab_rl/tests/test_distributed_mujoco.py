@@ -1,6 +1,5 @@
 """Data-parallel training on the real g1_walk_flat env (mujoco backend), 2 CPU ranks over gloo."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -9,22 +8,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY, assert_ranks_trained_identically, capture_training, run_two_ranks, set_rank_environment
+from helpers import TINY, assert_ranks_trained_identically, run_two_ranks, train_as_rank
 
-WORLD_SIZE = 2
 ARGV = ["--task", "g1_walk_flat", "--backend", "mujoco", "--algo", "flashsac", "--num-envs", "4",
         "--steps", "320", "--no-progress", "--no-tensorboard",
         *[f"{k}={v}" for k, v in TINY["flashsac"].items()], "log_every=8"]
 
 
 def rank_worker(rank: int, port: int, out: str, results: str) -> None:
-    set_rank_environment(rank, WORLD_SIZE, port)
-    from unilab_rl.cli import train as train_cli
+    def train() -> int:
+        from unilab_rl.cli import train as train_cli
 
-    captured = {}
-    capture_training(captured)
-    code = train_cli.main([*ARGV, "--out", out])
-    torch.save({"code": code, **captured}, os.path.join(results, f"rank{rank}.pt"))
+        return train_cli.main([*ARGV, "--out", out])
+
+    train_as_rank(rank, port, results, train)
 
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed not built")
