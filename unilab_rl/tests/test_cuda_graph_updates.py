@@ -8,12 +8,14 @@ import copy
 
 import pytest
 import torch
-from helpers import TINY
+from helpers import TINY, run_two_ranks, set_rank_environment
 from unilab_rl.algorithms import build_agent, build_config
 from unilab_rl.contract import EnvSpec, ReplayBatch
 
 ALGOS = ["flashsac", "fastsac"]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU (device machine)")
+needs_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2 or not torch.distributed.is_nccl_available(),
+                                    reason="NCCL data parallelism needs 2 GPUs (device machine nvidia-h200-x2)")
 OBS = {"policy": 11, "critic": 14}
 ACTION_DIM = 5
 BATCH = 64
@@ -28,8 +30,8 @@ def agent_on(device: str, algo: str, cuda_graph: bool, seed: int = 0):
     return build_agent(algo, spec, config, spec.device)
 
 
-def random_batches(device: str, count: int) -> list[ReplayBatch]:
-    generator = torch.Generator().manual_seed(1)
+def random_batches(device: str, count: int, seed: int = 1) -> list[ReplayBatch]:
+    generator = torch.Generator().manual_seed(seed)
 
     def group() -> dict[str, torch.Tensor]:
         return {g: torch.randn(BATCH, d, generator=generator).to(device) for g, d in OBS.items()}
@@ -102,12 +104,31 @@ def test_an_eager_learner_loading_a_graphed_checkpoint_keeps_its_step_counters_o
     run_updates(eager, random_batches("cuda", 2))
 
 
+def halve_gradients(params) -> None:
+    """A capturable stand-in for the data-parallel all-reduce: in-place work on the gradients."""
+    for param in params:
+        param.grad.mul_(0.5)
+
+
 @needs_cuda
-def test_a_gradient_hook_is_refused_rather_than_silently_skipped():
+def test_a_gradient_hook_is_captured_and_runs_in_every_replay():
+    batches = random_batches("cuda", 10)
+    graphed, eager = agent_on("cuda", "flashsac", True), agent_on("cuda", "flashsac", False)
+    graphed.gradient_hook = eager.gradient_hook = halve_gradients
+    run_updates(graphed, batches)
+    run_updates(eager, batches)
+    assert len(graphed.update_graphs.graphs) == 2
+    assert_same_learner(graphed, eager)
+
+
+@needs_cuda
+def test_changing_the_gradient_hook_after_capture_is_refused():
     agent = agent_on("cuda", "flashsac", True)
-    agent.gradient_hook = lambda params: None
-    with pytest.raises(RuntimeError, match="cuda_graph=false"):
-        agent.update(random_batches("cuda", 1)[0])
+    batches = random_batches("cuda", 6)
+    run_updates(agent, batches)  # captured without a hook
+    agent.gradient_hook = halve_gradients
+    with pytest.raises(RuntimeError, match="gradient hook changed after its updates were captured"):
+        agent.update(batches[0])
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -117,3 +138,42 @@ def test_on_cpu_the_flag_keeps_the_eager_update(algo):
     assert not any(g["capturable"] for g in agent.critic_optimizer.param_groups)
     assert all(torch.isfinite(torch.tensor(list(m.values()))).all()
                for m in run_updates(agent, random_batches("cpu", 3)))
+
+
+def nccl_rank_worker(rank: int, port: int, out: str, results: str) -> None:
+    import os
+
+    import torch.distributed as dist
+    from unilab_rl import distributed
+    from unilab_rl.cli.train import TORCHRUN_ENV
+
+    for key, value in TORCHRUN_ENV.items():  # no NVLink multicast on shared machines
+        os.environ.setdefault(key, value)
+    set_rank_environment(rank, 2, port)
+    device = f"cuda:{rank}"
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", rank=rank, world_size=2)
+    record = {}
+    for cuda_graph in (True, False):
+        agent = agent_on(device, "flashsac", cuda_graph)  # same seed: the ranks start equal
+        agent.gradient_hook = distributed.average_gradients
+        run_updates(agent, random_batches(device, 10, seed=rank + 1), seed=7 + rank)  # each rank its own data
+        record[cuda_graph] = {
+            "captured": 0 if agent.update_graphs is None else len(agent.update_graphs.graphs),
+            "params": {f"{net}.{k}": v.detach().cpu() for net in ("actor", "critic")
+                       for k, v in getattr(agent, net).named_parameters()},
+            "log_temperature": agent.log_temperature.detach().cpu()}
+    dist.destroy_process_group()
+    torch.save(record, os.path.join(results, f"rank{rank}.pt"))
+
+
+@needs_two_gpus
+def test_data_parallel_ranks_replay_the_all_reduce_and_stay_identical(tmp_path):
+    first, second = run_two_ranks(nccl_rank_worker, tmp_path / "unused", tmp_path)
+    assert first[True]["captured"] == second[True]["captured"] == 2
+    for key, value in first[True]["params"].items():
+        # The averaged gradient is the same on both ranks, so the weights are bit-identical...
+        assert torch.equal(value, second[True]["params"][key]), key
+        # ...and what the graphs replay is what the eager data-parallel update computes.
+        torch.testing.assert_close(value, first[False]["params"][key], rtol=1e-4, atol=1e-5, msg=key)
+    assert torch.equal(first[True]["log_temperature"], second[True]["log_temperature"])

@@ -27,3 +27,30 @@ def test_two_ranks_keep_identical_learners_and_only_rank_zero_writes(tmp_path):
     assert_ranks_trained_identically(first, second)
     assert (out / "checkpoint.pt").is_file()
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl"]
+
+
+def consensus_worker(rank: int, port: int, out: str, results: str) -> None:
+    from helpers import set_rank_environment
+    from unilab_rl import distributed
+
+    set_rank_environment(rank, 2, port)
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=2)
+    hook = distributed.stop_consensus(torch.device("cpu"), every=5)
+    # Rank 1 alone wants to stop from its 3rd call on (say its time budget ran out).
+    answers = [hook(rank == 1 and call >= 3) for call in range(1, 13)]
+    torch.distributed.destroy_process_group()
+    torch.save({"answers": answers}, f"{results}/rank{rank}.pt")
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed not built")
+def test_ranks_agree_to_stop_at_the_next_check_after_any_rank_wants_to(tmp_path):
+    first, second = run_two_ranks(consensus_worker, tmp_path / "unused", tmp_path)
+    expected = [False] * 4 + [True] + [False] * 4 + [True] + [False, False]
+    assert first["answers"] == second["answers"] == expected
+
+
+def test_a_stop_check_period_below_one_is_refused():
+    from unilab_rl import distributed
+
+    with pytest.raises(ValueError, match="every must be >= 1"):
+        distributed.stop_consensus(torch.device("cpu"), every=0)

@@ -40,3 +40,16 @@ def test_intervals_without_ended_episodes_keep_the_last_measured_length():
     ]}
     summary = gpu_walk.summarize(curve)
     assert summary["goal_met_at_end"] and summary["final"]["env_episode_length"] == 980.0
+
+
+def test_the_summary_gives_the_median_rate_of_the_intervals_that_learned():
+    curve = {"max_episode_length": 1000, "points": [
+        {"wall_s": 1.0, "updates": 0, "env_steps_per_s": 900.0, "env_steps_per_s_all_ranks": 1800.0},
+        {"wall_s": 2.0, "updates": 10, "env_steps_per_s": 100.0, "env_steps_per_s_all_ranks": 200.0},
+        {"wall_s": 3.0, "updates": 20, "env_steps_per_s": 500.0, "env_steps_per_s_all_ranks": 1000.0},
+        {"wall_s": 4.0, "updates": 30, "env_steps_per_s": 520.0, "env_steps_per_s_all_ranks": 1040.0},
+    ]}
+    summary = gpu_walk.summarize(curve)
+    assert summary["median_env_steps_per_s_learning"] == 500.0
+    assert summary["median_env_steps_per_s_all_ranks_learning"] == 1000.0
+    assert "median_env_steps_per_s_learning" not in gpu_walk.summarize({"points": [curve["points"][0]]})

@@ -30,6 +30,11 @@ class CudaGraphUpdates:
     BatchNorm statistics, target networks); randomness from the default CUDA generator,
     whose graph-safe Philox offsets make a replay draw what an eager call would.
 
+    A gradient hook runs inside the capture like the rest of the update, so it must be
+    capturable too: the data-parallel NCCL all-reduce is (PyTorch records collectives issued
+    during capture into the graph, which every rank then replays in the same order). The
+    hook in place at capture is the one each replay runs; changing it afterwards is refused.
+
     The first ``warmup`` calls of a variant run eagerly on a side stream (optimizer state and
     library workspaces must exist before capture), the next one captures, and every later
     one copies its batch into the captured inputs and replays. Each call is exactly one
@@ -42,11 +47,13 @@ class CudaGraphUpdates:
         self.warmup = warmup
         self.eager_calls: Counter[Hashable] = Counter()
         self.graphs: dict[Hashable, tuple[torch.cuda.CUDAGraph, ReplayBatch, dict[str, torch.Tensor]]] = {}
+        self.captured_hook: object | None = None
 
     def __call__(self, variant: Hashable, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        if self.installed_hook() is not None:
-            raise RuntimeError("cuda_graph=true cannot capture a gradient hook (the data-parallel all-reduce); "
-                               "build the learner with cuda_graph=false")
+        if self.graphs and self.installed_hook() is not self.captured_hook:
+            raise RuntimeError("the learner's gradient hook changed after its updates were captured in CUDA "
+                               "graphs, which would replay the old one; install the hook before the first "
+                               "update or build the learner with cuda_graph=false")
         if variant not in self.graphs:
             if self.eager_calls[variant] < self.warmup:
                 self.eager_calls[variant] += 1
@@ -74,6 +81,7 @@ class CudaGraphUpdates:
     def _capture(self, variant: Hashable, batch: ReplayBatch) -> tuple[torch.cuda.CUDAGraph, ReplayBatch,
                                                                       dict[str, torch.Tensor]]:
         static_batch = _cloned_batch(batch)
+        self.captured_hook = self.installed_hook()
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):

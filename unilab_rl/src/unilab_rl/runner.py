@@ -89,7 +89,8 @@ class OffPolicyRunner:
         self.session_started_at: float | None = None
         self.stop_requested = False
         # Data-parallel seam (issue 6): ranks must stop on the same iteration or a gradient
-        # all-reduce would wait forever; a wrapper installs e.g. an all-reduce(MAX) of the flag.
+        # all-reduce would wait forever. Called once per iteration with this process's wish to
+        # stop (time budget or request); a wrapper installs e.g. an all-reduce(MAX) of the flag.
         self.stop_consensus: Callable[[bool], bool] | None = None
         self.update_sums: dict[str, torch.Tensor] = {}
         self.update_count = 0
@@ -110,13 +111,15 @@ class OffPolicyRunner:
         last_metrics: dict[str, float] = {}
         interrupted = False
         while True:
-            budget_spent = ((max_env_steps is not None and self.env_steps >= max_env_steps)
-                            or (max_seconds is not None and time.perf_counter() - start >= max_seconds))
-            stop = budget_spent or self.stop_requested
+            # A step budget runs out on the same iteration everywhere; time and Ctrl-C are
+            # this process's own view, which data-parallel ranks must agree on first.
+            steps_spent = max_env_steps is not None and self.env_steps >= max_env_steps
+            time_spent = max_seconds is not None and time.perf_counter() - start >= max_seconds
+            local_stop = time_spent or self.stop_requested
             if self.stop_consensus is not None:
-                stop = self.stop_consensus(stop)
-            if stop:
-                interrupted = not budget_spent
+                local_stop = self.stop_consensus(local_stop)
+            if steps_spent or local_stop:
+                interrupted = not (steps_spent or time_spent)
                 break
             self.collector.step()
             self.env_steps += self.spec.num_envs

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -77,11 +78,21 @@ def with_carried_episode_length(points: list[dict[str, Any]]) -> list[dict[str, 
     return carried
 
 
+def learning_throughput(points: list[dict[str, Any]]) -> dict[str, float]:
+    """Median env-steps/s over the log intervals in which the learner ran (the first such
+    interval also holds torch.compile and the graph captures; the median discounts it), per
+    rank and, for a data-parallel run, of all ranks."""
+    learning = [p for p in points if p.get("updates", 0) > 0]
+    return {f"median_{key}_learning": statistics.median(p[key] for p in learning)
+            for key in ("env_steps_per_s", "env_steps_per_s_all_ranks") if learning and key in learning[0]}
+
+
 def summarize(curve: dict[str, Any]) -> dict[str, Any]:
     points = with_carried_episode_length(curve.get("points", []))
     max_length = curve.get("max_episode_length") or 0
     first = next((p for p in points if goal_met(p, max_length)), None)
     return {
+        **learning_throughput(points),
         "max_episode_length": max_length,
         "goal": {"episode_length_fraction": LENGTH_GOAL_FRACTION, "lin_vel_error_below": LIN_VEL_ERROR_GOAL},
         "goal_met_at_end": bool(points) and goal_met(points[-1], max_length),

@@ -21,6 +21,7 @@ CURVE_KEYS = {
     "env/vel_error_xy": "lin_vel_tracking_error",
     "env/vel_error_yaw": "ang_vel_tracking_error",
     "perf/env_steps_per_s": "env_steps_per_s",
+    "perf/env_steps_per_s_all_ranks": "env_steps_per_s_all_ranks",
     "progress/updates": "updates",
 }
 
@@ -35,6 +36,9 @@ class TrainingSink:
         self.jsonl = (out_dir / "metrics.jsonl").open("a")
         self.curve_path = curve_path
         self.curve: dict[str, Any] = {"header": header or {}, "max_episode_length": None, "points": []}
+        # Rank 0 writes; its counters are its own. Data-parallel ranks step in lockstep (every
+        # update waits for the all-reduce), so the job's rate is the rank's times world_size.
+        self.world_size = int(self.curve["header"].get("world_size", 1))
         self.writer = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -45,6 +49,8 @@ class TrainingSink:
         self.curve["max_episode_length"] = steps
 
     def write(self, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
+        if self.world_size > 1 and "perf/env_steps_per_s" in metrics:
+            metrics = {**metrics, "perf/env_steps_per_s_all_ranks": metrics["perf/env_steps_per_s"] * self.world_size}
         record = {"env_steps": env_steps, "wall_s": round(wall_s, 3), **metrics}
         self.jsonl.write(json.dumps(record) + "\n")
         self.jsonl.flush()

@@ -171,13 +171,7 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
             raise UsageError(f"checkpoint {args.resume} was trained with --algo {document['algo']}, not {args.algo}")
         base_algo = dict(document["algo_config"])
         env_overrides = {**document["env_overrides"], **split.env}
-    data_parallel = distributed.rank_from_environment() is not None
-    if data_parallel:  # the gradient all-reduce runs between kernels a CUDA graph would hold
-        base_algo["cuda_graph"] = False
     algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
-    if data_parallel and algo_config.cuda_graph:
-        raise UsageError("cuda_graph=true cannot be used with --nproc > 1 (the gradient all-reduce is not "
-                         "captured); leave it out or pass cuda_graph=false")
     runner_config = validated(RunnerConfig, {}, split.runner, "runner")
     if check_out:  # data-parallel ranks other than 0 write nothing
         check_out_dir_writable(args.out)
