@@ -144,8 +144,9 @@ def nccl_rank_worker(rank: int, port: int, out: str, results: str) -> None:
     import os
 
     import torch.distributed as dist
-    from unilab_rl import distributed
     from unilab_rl.cli.train import TORCHRUN_ENV
+
+    from unilab_rl import distributed
 
     for key, value in TORCHRUN_ENV.items():  # no NVLink multicast on shared machines
         os.environ.setdefault(key, value)

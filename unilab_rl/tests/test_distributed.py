@@ -31,6 +31,7 @@ def test_two_ranks_keep_identical_learners_and_only_rank_zero_writes(tmp_path):
 
 def consensus_worker(rank: int, port: int, out: str, results: str) -> None:
     from helpers import set_rank_environment
+
     from unilab_rl import distributed
 
     set_rank_environment(rank, 2, port)
