@@ -145,6 +145,7 @@ def nccl_rank_worker(rank: int, port: int, out: str, results: str) -> None:
 
     import torch.distributed as dist
     from unilab_rl.cli.train import TORCHRUN_ENV
+    from unilab_rl.learner import drop_update_graphs
 
     from unilab_rl import distributed
 
@@ -164,6 +165,7 @@ def nccl_rank_worker(rank: int, port: int, out: str, results: str) -> None:
             "params": {f"{net}.{k}": v.detach().cpu() for net in ("actor", "critic")
                        for k, v in getattr(agent, net).named_parameters()},
             "log_temperature": agent.log_temperature.detach().cpu()}
+        drop_update_graphs(agent)  # a live graph holding NCCL work would block the group's destruction
     dist.destroy_process_group()
     torch.save(record, os.path.join(results, f"rank{rank}.pt"))
 

@@ -114,6 +114,14 @@ def sac_update_graphs(agent, enabled: bool) -> CudaGraphUpdates | None:
     return CudaGraphUpdates(functools.partial(sac_update_step, agent), lambda: agent.gradient_hook)
 
 
+def drop_update_graphs(agent) -> None:
+    """Free the agent's captured CUDA graphs. A data-parallel rank must do this before it
+    destroys its process group: with graphs holding captured NCCL all-reduces still alive,
+    ``destroy_process_group`` never returned (seen on 2 H200s)."""
+    if agent.update_graphs is not None:
+        agent.update_graphs.reset()
+
+
 def scheduled_sac_update(agent, batch: ReplayBatch, actor_period: int) -> dict[str, torch.Tensor]:
     """A SAC learner's ``update(batch)``: critic every call, actor and temperature every
     ``actor_period`` calls, replayed from the agent's CUDA graphs when it has them. Returns

@@ -31,6 +31,7 @@ from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, look
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+from unilab_rl.learner import drop_update_graphs
 from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
 
 EXIT_BAD_INPUT = 2
@@ -196,7 +197,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
                                  seed=seed, overrides=plan["env_overrides"])
     except (ValueError, KeyError) as error:  # unknown backend / bad env override: the factory says why
         raise UsageError(str(error)) from None
-    sink = None
+    sink = agent = None
     try:
         spec = EnvSpec.from_env(env)
         apply_thread_policy(spec.device, args.torch_threads)
@@ -238,6 +239,8 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         if sink is not None:
             sink.close()
         env.close()
+        if agent is not None:
+            drop_update_graphs(agent)  # before the process group they captured collectives of
         distributed.stop()
     if is_main:
         _print_summary(result)
