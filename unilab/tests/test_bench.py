@@ -29,3 +29,15 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     assert 0 < dispatch["kernel_ops_per_step"] < dispatch["aten_ops_per_step"]
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]
+
+
+def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():
+    from traceback import FrameSummary
+
+    stack = [FrameSummary("/src/unilab/bench.py", 10, "_host_syncs_per_step"),
+             FrameSummary("/src/unisim/adapters/mjwarp.py", 212, "write_model_field"),
+             FrameSummary("/site-packages/torch/cuda/__init__.py", 1270, "synchronize"),
+             FrameSummary("/usr/lib/python3.12/warnings.py", 99, "_showwarnmsg"),
+             FrameSummary("/src/unilab/bench.py", 120, "record")]
+    assert bench.sync_caller(stack) == "/src/unisim/adapters/mjwarp.py:212 (write_model_field)"
+    assert bench.sync_caller(stack[2:]) == "unknown caller"

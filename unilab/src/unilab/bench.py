@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 
@@ -85,25 +86,45 @@ def _reward_kernel_ops(env) -> int:
     return probe.kernel_op_count
 
 
-def _host_syncs_per_step(env, action, steps: int = 10) -> tuple[float | None, dict[str, int]]:
+def _host_syncs_per_step(env, action, steps: int = 20) -> tuple[float | None, dict[str, int], list[int]]:
     """torch-visible host syncs per env step (CUDA only: torch's sync debug mode warns on
-    each) and where they happened (file:line of the warning, with its count). Expected: 0 on
-    a DEVICE_MASKED_RESET backend."""
+    each), where they came from (the innermost caller outside torch, then the torch line that
+    warned, with a count) and at which of the ``steps`` steps. Expected: 0 on a
+    DEVICE_MASKED_RESET backend."""
     if env.device.type != "cuda":
-        return None, {}
+        return None, {}, []
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
+    sites: Counter[str] = Counter()
+    at_steps: list[int] = []
+    step = 0
+
+    def record(message, category, filename, lineno, file=None, line=None) -> None:
+        if "synchroniz" in str(message):
+            sites[f"{sync_caller(traceback.extract_stack())} via {filename}:{lineno}"] += 1
+            at_steps.append(step)
+
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
+        warnings.showwarning = record  # called inside the warning, so the caller's stack is live
         torch.cuda.set_sync_debug_mode("warn")
         try:
-            for _ in range(steps):
+            for step in range(steps):  # noqa: B007 (record() reads it)
                 env.step(action)
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    sites = Counter(f"{w.filename}:{w.lineno}" for w in syncs)
-    return len(syncs) / steps, dict(sites)
+    return len(at_steps) / steps, dict(sites), at_steps
+
+
+def sync_caller(stack: list[traceback.FrameSummary]) -> str:
+    """The innermost frame of ``stack`` outside torch and the warnings machinery, as
+    file:line (function): the code that asked torch for the sync."""
+    for frame in reversed(stack):
+        path = frame.filename.replace("\\", "/")
+        if "/torch/" in path or path.endswith("warnings.py") or frame.name == "record":
+            continue
+        return f"{frame.filename}:{frame.lineno} ({frame.name})"
+    return "unknown caller"
 
 
 def _reward_ms(env, reps: int = 50) -> float:
@@ -212,7 +233,7 @@ def run(args: argparse.Namespace) -> dict:
     profiler.disable()
     calls = pstats.Stats(profiler).total_calls / prof_steps
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
-    syncs, sync_sites = _host_syncs_per_step(env, zeros)
+    syncs, sync_sites, sync_steps = _host_syncs_per_step(env, zeros)
     dispatch = _dispatch_profile(env, zeros)
     fusion = {}
     for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
@@ -239,7 +260,8 @@ def run(args: argparse.Namespace) -> dict:
         "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
-        "fusion": fusion, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites, "dispatch_per_env_step": dispatch,
+        "fusion": fusion, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites,
+        "host_sync_steps": sync_steps, "dispatch_per_env_step": dispatch,
         "backend_counters": counters,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
@@ -270,6 +292,8 @@ def _print(record: dict) -> None:
         print(f"  host syncs per env step (torch sync debug mode): {record['host_syncs_per_env_step']:.2f}")
         for site, count in record["host_sync_sites"].items():
             print(f"    {count} at {site}")
+        if record["host_sync_steps"]:
+            print(f"    at steps {record['host_sync_steps']} of the probe")
     print("  dispatch per env step: " + ", ".join(f"{k} {v:.1f}" for k, v in record["dispatch_per_env_step"].items()))
     print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
 
