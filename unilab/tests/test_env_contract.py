@@ -134,6 +134,23 @@ def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
     assert torch.equal(after[[0, 2, 3]], before[[0, 2, 3]])
 
 
+def test_a_friction_range_below_the_backends_declared_minimum_fails_at_construction(make_env):
+    from unilab.config import EventTermCfg
+    from unilab.terms.events import randomize_friction
+
+    def owner():
+        cfg = unilab.task_config("test_controlled")
+        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.0, 1.0)})
+        return cfg
+
+    register_task("test_friction_to_zero", owner)
+    # mjwarp declares sliding friction >= 1e-3 (contract 1.2); the env skips per-write checks,
+    # so the range itself is refused up front, naming the term.
+    with pytest.raises(ValueError, match=r"events\[reset\] term 'friction'.*geom_friction.*declared minimums"):
+        make_env(task="test_friction_to_zero", backend="mjwarp")
+    make_env(task="test_friction_to_zero", backend="mujoco")  # MuJoCo C declares no minimum
+
+
 def test_unknown_backend_is_refused_listing_the_active_ones():
     import unilab
 

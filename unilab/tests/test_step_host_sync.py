@@ -50,6 +50,30 @@ def test_mjwarp_step_with_pushes_makes_no_host_sync(make_env):
     assert not torch.equal(before, env.robot.qvel)
 
 
+def test_mjwarp_step_with_a_reset_mode_friction_event_makes_no_host_sync(make_env):
+    # The event writes geom_friction for every row each step (masked by the resets); the
+    # backend's sliding-friction minimum was proven once, at the term's construction.
+    from unilab.config import EventTermCfg
+    from unilab.registry import register_task
+    from unilab.terms.events import randomize_friction
+
+    import unilab
+
+    def owner():
+        cfg = unilab.task_config("test_controlled")
+        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.5, 1.5)})
+        return cfg
+
+    register_task("test_sync_free_reset_friction", owner)
+    env = make_env(task="test_sync_free_reset_friction", backend="mjwarp", overrides=SYNC_FREE)
+    before = env.backend.model_field("geom_friction").clone()
+    with HostSyncProbe() as probe:
+        _probe_steps(env, 3, probe, force_rows=[1])
+    assert probe.syncs == []
+    after = env.backend.model_field("geom_friction")
+    assert not torch.equal(after[1], before[1]) and torch.equal(after[0], before[0])
+
+
 def test_mujoco_step_syncs_only_inside_the_host_bridge_backend(make_env):
     env = make_env(backend="mujoco", overrides=SYNC_FREE)
     with HostSyncProbe() as probe, probe.ignoring(env.backend, "step", "set_state_where"):

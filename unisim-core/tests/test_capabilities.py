@@ -28,7 +28,20 @@ def test_valid_declaration_is_frozen():
     (dict(features=frozenset({Feature.MODEL_FIELD_WRITES})), "model_fields"),
     (dict(model_fields=frozenset({"geom_friction"})), "model_fields"),
     (dict(sensor_kinds=frozenset({"gyro"})), "sensor_kinds"),
+    (dict(model_field_minimums={"geom_friction": (1e-3,)}), "model_field_minimums"),  # not a declared field
+    (dict(features=frozenset({Feature.MODEL_FIELD_WRITES}), model_fields=frozenset({"geom_friction"}),
+          model_field_minimums={"geom_friction": [1e-3]}), "model_field_minimums"),  # not a tuple
+    (dict(features=frozenset({Feature.MODEL_FIELD_WRITES}), model_fields=frozenset({"geom_friction"}),
+          model_field_minimums={"geom_friction": (float("nan"),)}), "model_field_minimums"),
 ])
 def test_contradictory_or_mistyped_declarations_are_rejected(kw, field):
     with pytest.raises(ContractViolation, match=f"capabilities.{field}"):
         caps(**kw)
+
+
+def test_declared_model_field_minimums_are_read_only():
+    c = caps(features=frozenset({Feature.MODEL_FIELD_WRITES}), model_fields=frozenset({"geom_friction"}),
+             model_field_minimums={"geom_friction": (1e-3, 0.0, 0.0)})
+    assert c.model_field_minimums["geom_friction"] == (1e-3, 0.0, 0.0)
+    with pytest.raises(TypeError):
+        c.model_field_minimums["geom_friction"] = (0.0, 0.0, 0.0)

@@ -6,7 +6,10 @@ Code above unisim negotiates on these fields, never on a backend's name.
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 
@@ -53,6 +56,11 @@ class Capabilities:
         sensor_kinds: MuJoCo sensor type names (e.g. ``"gyro"``) the adapter publishes in
             ``views().sensordata``; a model holding any other kind is refused at construction.
         model_fields: names accepted by ``set_model_field`` (empty unless MODEL_FIELD_WRITES).
+        model_field_minimums: for some writable fields, the lowest value the adapter accepts
+            for each element along the field's last axis (contract 1.2), e.g. mjwarp's
+            ``geom_friction: (1e-3, 0.0, 0.0)``. ``set_model_field`` refuses lower values when
+            validating; a caller that turns validation off must keep to them (unilab's
+            model-field events check their ranges against them at construction).
     """
 
     data_plane: DataPlane
@@ -61,6 +69,7 @@ class Capabilities:
     features: frozenset[Feature] = field(default_factory=frozenset)
     sensor_kinds: frozenset[str] = field(default_factory=frozenset)
     model_fields: frozenset[str] = field(default_factory=frozenset)
+    model_field_minimums: Mapping[str, tuple[float, ...]] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         def fail(name: str, expected: str, got: object) -> None:
@@ -86,6 +95,14 @@ class Capabilities:
         has_writes = Feature.MODEL_FIELD_WRITES in self.features
         if has_writes != bool(self.model_fields):
             fail("model_fields", "non-empty exactly when MODEL_FIELD_WRITES is declared", sorted(self.model_fields))
+        for name, minimums in self.model_field_minimums.items():
+            if name not in self.model_fields:
+                fail("model_field_minimums", f"only declared model fields {sorted(self.model_fields)}", name)
+            if not (isinstance(minimums, tuple) and minimums
+                    and all(isinstance(v, float) and math.isfinite(v) for v in minimums)):
+                fail(f"model_field_minimums[{name!r}]", "a non-empty tuple of finite floats", minimums)
+        # Read-only, like the rest of the declaration.
+        object.__setattr__(self, "model_field_minimums", MappingProxyType(dict(self.model_field_minimums)))
         if bool(self.sensor_kinds) != (Feature.SENSOR_VIEWS in self.features):
             fail("sensor_kinds", "non-empty exactly when SENSOR_VIEWS is declared", sorted(self.sensor_kinds))
 

@@ -19,7 +19,7 @@ from unisim.errors import ContractViolation
 from unisim.inventory import Inventory, StateWidths
 from unisim.views import BackendViews
 
-CONTRACT_VERSION = "1.1.0"
+CONTRACT_VERSION = "1.2.0"
 
 Rows = torch.Tensor  # int64, 1-D, unique, in [0, num_envs)
 Mask = torch.Tensor  # bool, (num_envs,)
@@ -126,7 +126,8 @@ class SimBackend(abc.ABC):
         current = self.model_field(name)
         self._check_tensor("values", values, torch.float32, (n, *current.shape[1:]))
         if n and self.validate:
-            self._check_values(rows, values=values)
+            minimums = self.capabilities.model_field_minimums.get(name)
+            self._check_values(rows, minimums={"values": (name, minimums)} if minimums else None, values=values)
         if n:
             self._set_model_field(name, rows, values)
 
@@ -201,17 +202,29 @@ class SimBackend(abc.ABC):
             raise ContractViolation(f"rows: expected device {self.device}, got {rows.device}")
         return rows.numel()
 
-    def _check_values(self, rows: torch.Tensor, **finite: torch.Tensor) -> None:
-        """Range and uniqueness of ``rows`` and finiteness of ``finite``: one device sync."""
+    def _check_values(self, rows: torch.Tensor, minimums: dict[str, tuple[str, tuple[float, ...]]] | None = None,
+                      **finite: torch.Tensor) -> None:
+        """Range and uniqueness of ``rows``, finiteness of ``finite``, and for each ``minimums``
+        entry (argument -> (what it holds, lows)) that the argument is >= the lows along its
+        last axis: one device sync."""
+        minimums = minimums or {}
         ordered = rows.sort().values
         unique = (ordered[1:] != ordered[:-1]).all() if rows.numel() > 1 else torch.ones((), dtype=torch.bool,
                                                                                           device=rows.device)
-        flags = [ordered[0], ordered[-1], unique.long()] + [torch.isfinite(t).all().long() for t in finite.values()]
-        lo, hi, is_unique, *is_finite = torch.stack(flags).tolist()
+        flags = [ordered[0], ordered[-1], unique] + [torch.isfinite(t).all() for t in finite.values()]
+        # How far each bounded tensor's lowest element sits above its minimum (< 0: below).
+        flags += [(finite[arg] - torch.tensor(low, device=finite[arg].device)).amin()
+                  for arg, (_, low) in minimums.items()]
+        lo, hi, is_unique, *rest = torch.stack([f.double() for f in flags]).tolist()
+        is_finite, margins = rest[:len(finite)], rest[len(finite):]
         if lo < 0 or hi >= self.num_envs:
-            raise ContractViolation(f"rows: expected indices in [0, {self.num_envs}), got range [{lo}, {hi}]")
+            raise ContractViolation(f"rows: expected indices in [0, {self.num_envs}), got range [{int(lo)}, {int(hi)}]")
         if not is_unique:
             raise ContractViolation("rows: expected unique indices, got duplicates")
         for arg, ok in zip(finite, is_finite, strict=True):
             if not ok:
                 raise ContractViolation(f"{arg}: expected finite values, got NaN or inf")
+        for (arg, (what, low)), margin in zip(minimums.items(), margins, strict=True):
+            if margin < 0:
+                raise ContractViolation(f"{arg}: expected every {what} element >= {low} along the last axis (the "
+                                        f"backend's declared minimums), got one {-margin:g} below")

@@ -29,11 +29,16 @@ def rows() -> list[str]:
         lines.append(" | ".join([
             f"| {name}", caps.data_plane.value, str(caps.device), caps.selected_reset_publication.value,
             ", ".join(sorted(f.value for f in caps.features)), ", ".join(sorted(caps.sensor_kinds)),
-            ", ".join(sorted(caps.model_fields)) or "-"]) + " |")
+            ", ".join(_with_minimum(f, caps.model_field_minimums) for f in sorted(caps.model_fields)) or "-"]) + " |")
         backend.close()
     lines.append("")
     lines.append(f"Shelved (gated out of this runtime, `create_backend` refuses them): {', '.join(scope.shelved)}.")
     return lines
+
+
+def _with_minimum(name: str, minimums) -> str:
+    low = minimums.get(name)
+    return name if low is None else f"{name} (>= {', '.join(f'{v:g}' for v in low)})"
 
 
 def main() -> None:

@@ -7,6 +7,8 @@ and fail at construction when the backend does not declare it writable."""
 
 from __future__ import annotations
 
+import abc
+
 import torch
 
 from unilab.math import constant
@@ -60,15 +62,36 @@ class push_by_velocity:
         txn.qvel[:, a:a + 6] += _uniform(env, (fired.shape[0], 6), self.lo, self.hi) * fired.unsqueeze(1)
 
 
-class _ModelFieldEvent:
+class _ModelFieldEvent(abc.ABC):
+    """Scales a model field by a random factor per env, drawn from ``params.range``.
+
+    A subclass names its ``field`` and default range and says how a factor tensor of
+    ``factor_shape`` scales the default values (``scaled``). The env skips the backend's
+    per-write checks (a hot loop), so construction proves once that neither end of the
+    range writes below the backend's declared minimums for the field."""
+
     field = ""
+    default_range = (1.0, 1.0)
     writes_model_field = True  # startup or reset mode only (interval terms get a ``fired`` mask)
 
     def __init__(self, cfg, env) -> None:
         env.robot.require(type(self).__name__, model_fields=(self.field,))
         self.default = env.backend.model_field(self.field).clone()
         self.params = cfg.params
+        self.range = tuple(self.params.get("range", self.default_range))
         self.all_rows = torch.arange(env.num_envs, device=env.device)
+        self._check_range_against_backend_minimums(env)
+
+    def factor_shape(self, env) -> tuple[int, ...]:
+        return (env.num_envs,)
+
+    @abc.abstractmethod
+    def scaled(self, factor: torch.Tensor) -> torch.Tensor:
+        """The field's values for every row when the drawn factors are ``factor``."""
+
+    def __call__(self, env, txn=None) -> None:
+        lo, hi = self.range
+        self.write(env, txn, self.scaled(_uniform(env, self.factor_shape(env), lo, hi)))
 
     def write(self, env, txn, values: torch.Tensor) -> None:
         """Write ``values`` (N, ...) for every row; at reset, rows not starting an episode
@@ -78,6 +101,20 @@ class _ModelFieldEvent:
             values = torch.where(keep, env.backend.model_field(self.field), values)
         env.backend.set_model_field(self.field, self.all_rows, values)
 
+    def _check_range_against_backend_minimums(self, env) -> None:
+        minimums = env.backend.capabilities.model_field_minimums.get(self.field)
+        if minimums is None:
+            return
+        low = torch.tensor(minimums, device=env.device)
+        for end in self.range:  # the factor is linear in the draw, so the ends bound every write
+            values = self.scaled(torch.full(self.factor_shape(env), float(end), device=env.device))
+            margin = float((values - low).amin())  # construction: one sync per end is fine
+            if margin < 0:
+                raise ValueError(
+                    f"{type(self).__name__}: range {self.range} writes {self.field} {-margin:g} below the "
+                    f"backend's declared minimums {minimums} (along the last axis) at factor {end}; "
+                    "raise the range's low end")
+
 
 class randomize_friction(_ModelFieldEvent):
     """Sliding friction of all geoms (or ``geoms`` indices) scaled by one shared random
@@ -85,28 +122,30 @@ class randomize_friction(_ModelFieldEvent):
     together)."""
 
     field = "geom_friction"
+    default_range = (0.5, 1.25)
 
-    def __call__(self, env, txn=None) -> None:
-        lo, hi = self.params.get("range", (0.5, 1.25))
+    def scaled(self, factor: torch.Tensor) -> torch.Tensor:
         values = self.default.clone()
-        factor = _uniform(env, (env.num_envs,), lo, hi)
         geoms = self.params.get("geoms")
         cols = slice(None) if geoms is None else list(geoms)
         values[:, cols, 0] = values[:, cols, 0] * factor[:, None]
-        self.write(env, txn, values)
+        return values
 
 
 class randomize_body_mass(_ModelFieldEvent):
     """Named bodies' masses scaled by a random factor per env and body."""
 
     field = "body_mass"
+    default_range = (0.9, 1.1)
 
     def __init__(self, cfg, env) -> None:
-        super().__init__(cfg, env)
         self.bodies = [env.robot.body_index(b, "randomize_body_mass") for b in cfg.params["bodies"]]
+        super().__init__(cfg, env)
 
-    def __call__(self, env, txn=None) -> None:
-        lo, hi = self.params.get("range", (0.9, 1.1))
+    def factor_shape(self, env) -> tuple[int, ...]:
+        return (env.num_envs, len(self.bodies))
+
+    def scaled(self, factor: torch.Tensor) -> torch.Tensor:
         values = self.default.clone()
-        values[:, self.bodies] = values[:, self.bodies] * _uniform(env, (env.num_envs, len(self.bodies)), lo, hi)
-        self.write(env, txn, values)
+        values[:, self.bodies] = values[:, self.bodies] * factor
+        return values

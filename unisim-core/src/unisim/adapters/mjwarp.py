@@ -64,9 +64,13 @@ SENSOR_KINDS = frozenset({
 # field[world % batch], so put_model gives them a num_envs batch and writes go straight into
 # that memory; like the mujoco adapter, derived constants are not recomputed.
 MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
+# Sliding friction below ~1e-3 turns that world's state into NaN on its first contact step in
+# mujoco_warp (float32; seen at 1e-4 on warp's CPU device) while MuJoCo C copes. Declared, so a
+# validated write refuses it and a caller that skips validation can prove its range once,
+# instead of this adapter reading a minimum to the host on every write.
+MODEL_FIELD_MINIMUMS = {"geom_friction": (1e-3, 0.0, 0.0)}
 
 OPTIONS = ("nconmax", "njmax", "graph", "validate")
-_MIN_SLIDING_FRICTION = 1e-3
 
 
 def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> MjWarpBackend:
@@ -154,7 +158,8 @@ class MjWarpBackend(SimBackend):
         return Capabilities(
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
-            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS)
+            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS,
+            model_field_minimums=MODEL_FIELD_MINIMUMS)
 
     # ---- physics ------------------------------------------------------------------
     def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
@@ -205,15 +210,6 @@ class MjWarpBackend(SimBackend):
 
     def _set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
         # The graphs read these arrays by pointer, so the write is in place and needs no recapture.
-        if name == "geom_friction":
-            # Sliding friction below ~1e-3 turns that world's state into NaN on its first
-            # contact step in mujoco_warp (float32; seen at 1e-4 on warp's CPU device) while
-            # MuJoCo C copes, so refuse it loudly instead. Event path: one sync is fine.
-            lowest = float(values[..., 0].min())
-            if lowest < _MIN_SLIDING_FRICTION:
-                raise ContractViolation(
-                    f"values: geom_friction sliding coefficients must be >= {_MIN_SLIDING_FRICTION} on "
-                    f"mjwarp (smaller ones make mujoco_warp produce NaN), got {lowest:g}")
         self._fields[name].index_copy_(0, rows, values)
 
     def diagnostics(self) -> dict[str, Any]:

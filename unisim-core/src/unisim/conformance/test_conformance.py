@@ -343,6 +343,21 @@ def test_declared_model_field_round_trips(backend):
     backend.set_model_field(name, rows, current[:1])
 
 
+def test_values_below_a_declared_minimum_are_rejected_and_change_nothing(backend):
+    """Contract 1.2: a validated set_model_field keeps to capabilities.model_field_minimums."""
+    minimums = dict(backend.capabilities.model_field_minimums)
+    if not minimums:
+        pytest.skip("backend declares no model-field minimums")
+    for name, low in minimums.items():
+        current = backend.model_field(name)
+        below = current[:1].clone()
+        below[..., :] = torch.tensor(low, device=backend.device) - 1.0  # every element under its floor
+        rows = torch.tensor([0], device=backend.device)
+        with pytest.raises(ContractViolation, match=f"values: expected every {name} element >="):
+            backend.set_model_field(name, rows, below)
+        assert torch.equal(backend.model_field(name), current), f"a refused {name} write changed the field"
+
+
 def test_num_envs_below_one_is_rejected(case):
     name, device, model = case
     for bad in (0, -3):
