@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import register_reset_friction_task
 from unilab.config import ObsTermCfg
 from unilab.managers.base import requires
 from unilab.registry import register_task
@@ -116,16 +117,7 @@ def test_domain_randomization_writes_declared_model_fields(make_env):
 
 
 def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
-    from unilab.config import EventTermCfg
-    from unilab.terms.events import randomize_friction
-
-    def owner():
-        cfg = unilab.task_config("test_controlled")  # registered by this folder's conftest
-        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.5, 1.5)})
-        return cfg
-
-    register_task("test_reset_friction", owner)
-    env = make_env(task="test_reset_friction")
+    env = make_env(task=register_reset_friction_task("test_reset_friction", (0.5, 1.5)))
     before = env.backend.model_field("geom_friction").clone()
     env.shared["force"] = torch.tensor([False, True, False, False])
     env.step(torch.zeros(N, env.action_dim))
@@ -135,25 +127,15 @@ def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
 
 
 def test_a_friction_range_below_the_backends_declared_minimum_fails_at_construction(make_env):
-    from unilab.config import EventTermCfg
-    from unilab.terms.events import randomize_friction
-
-    def owner():
-        cfg = unilab.task_config("test_controlled")
-        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.0, 1.0)})
-        return cfg
-
-    register_task("test_friction_to_zero", owner)
+    task = register_reset_friction_task("test_friction_to_zero", (0.0, 1.0))
     # mjwarp declares sliding friction >= 1e-3 (contract 1.2); the env skips per-write checks,
     # so the range itself is refused up front, naming the term.
     with pytest.raises(ValueError, match=r"events\[reset\] term 'friction'.*geom_friction.*declared minimums"):
-        make_env(task="test_friction_to_zero", backend="mjwarp")
-    make_env(task="test_friction_to_zero", backend="mujoco")  # MuJoCo C declares no minimum
+        make_env(task=task, backend="mjwarp")
+    make_env(task=task, backend="mujoco")  # MuJoCo C declares no minimum
 
 
 def test_unknown_backend_is_refused_listing_the_active_ones():
-    import unilab
-
     with pytest.raises(ValueError, match=r"unknown backend 'bullet'.*mujoco"):
         unilab.make_manager_based_rl_env("g1_walk_flat", backend="bullet", num_envs=2)
 

@@ -8,6 +8,7 @@ host-bridge mujoco backend only the backend's own calls may sync (it runs on the
 from __future__ import annotations
 
 import torch
+from conftest import register_reset_friction_task
 from unisim import Feature
 from unisim.host_sync import HostSyncProbe
 
@@ -53,19 +54,8 @@ def test_mjwarp_step_with_pushes_makes_no_host_sync(make_env):
 def test_mjwarp_step_with_a_reset_mode_friction_event_makes_no_host_sync(make_env):
     # The event writes geom_friction for every row each step (masked by the resets); the
     # backend's sliding-friction minimum was proven once, at the term's construction.
-    from unilab.config import EventTermCfg
-    from unilab.registry import register_task
-    from unilab.terms.events import randomize_friction
-
-    import unilab
-
-    def owner():
-        cfg = unilab.task_config("test_controlled")
-        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset", params={"range": (0.5, 1.5)})
-        return cfg
-
-    register_task("test_sync_free_reset_friction", owner)
-    env = make_env(task="test_sync_free_reset_friction", backend="mjwarp", overrides=SYNC_FREE)
+    task = register_reset_friction_task("test_sync_free_reset_friction", (0.5, 1.5))
+    env = make_env(task=task, backend="mjwarp", overrides=SYNC_FREE)
     before = env.backend.model_field("geom_friction").clone()
     with HostSyncProbe() as probe:
         _probe_steps(env, 3, probe, force_rows=[1])
