@@ -30,21 +30,6 @@ def _controlled() -> unilab.config.EnvCfg:
 register_task("test_controlled", _controlled)
 
 
-def register_reset_friction_task(name: str, friction_range: tuple[float, float]) -> str:
-    """Register ``name``: the controlled owner plus friction randomized at each reset over
-    ``friction_range``; returns the name."""
-    from unilab.config import EventTermCfg
-    from unilab.terms.events import randomize_friction
-
-    def owner() -> unilab.config.EnvCfg:
-        cfg = _controlled()
-        cfg.events["friction"] = EventTermCfg(func=randomize_friction, mode="reset",
-                                              params={"range": friction_range})
-        return cfg
-
-    register_task(name, owner)
-    return name
-
 NUM_ENVS = 4
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import register_reset_friction_task
+from reset_friction_owner import register_reset_friction_task
 from unilab.config import ObsTermCfg
 from unilab.managers.base import requires
 from unilab.registry import register_task

@@ -8,7 +8,7 @@ host-bridge mujoco backend only the backend's own calls may sync (it runs on the
 from __future__ import annotations
 
 import torch
-from conftest import register_reset_friction_task
+from reset_friction_owner import register_reset_friction_task
 from unisim import Feature
 from unisim.host_sync import HostSyncProbe
 
