@@ -41,3 +41,10 @@ def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():
              FrameSummary("/src/unilab/bench.py", 120, "record")]
     assert bench.sync_caller(stack) == "/src/unisim/adapters/mjwarp.py:212 (write_model_field)"
     assert bench.sync_caller(stack[2:]) == "unknown caller"
+
+
+def test_only_the_sync_warning_counts_as_a_sync_not_the_modes_prototype_notice():
+    # Both texts as torch 2.11 emits them (libc10_cuda.so and libtorch_python.so).
+    assert bench.is_sync_warning("called a synchronizing CUDA operation")
+    assert not bench.is_sync_warning("Synchronization debug mode is a prototype feature and does not yet detect "
+                                     "all synchronizing operations")

@@ -86,6 +86,17 @@ def _reward_kernel_ops(env) -> int:
     return probe.kernel_op_count
 
 
+# What c10 warns on each synchronizing CUDA call in sync-debug "warn" mode. Match it exactly:
+# setting the mode also warns, once per process, that "Synchronization debug mode is a
+# prototype feature and does not yet detect all synchronizing operations", which is no sync
+# (an earlier "synchroniz" match counted it as 0.1 syncs per probed step).
+SYNC_WARNING = "called a synchronizing CUDA operation"
+
+
+def is_sync_warning(message: str) -> bool:
+    return SYNC_WARNING in message
+
+
 def _host_syncs_per_step(env, action, steps: int = 20) -> tuple[float | None, dict[str, int], list[int]]:
     """torch-visible host syncs per env step (CUDA only: torch's sync debug mode warns on
     each), where they came from (the innermost caller outside torch, then the torch line that
@@ -100,7 +111,7 @@ def _host_syncs_per_step(env, action, steps: int = 20) -> tuple[float | None, di
     step = 0
 
     def record(message, category, filename, lineno, file=None, line=None) -> None:
-        if "synchroniz" in str(message):
+        if is_sync_warning(str(message)):
             sites[f"{sync_caller(traceback.extract_stack())} via {filename}:{lineno}"] += 1
             at_steps.append(step)
 
