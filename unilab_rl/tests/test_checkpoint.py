@@ -92,6 +92,13 @@ def test_stop_request_checkpoints_and_returns(tmp_path):
     assert load_checkpoint(tmp_path / "checkpoint.pt")["task"] == "fake_task"
 
 
+def test_a_rank_stopped_by_its_peers_budget_is_done_not_interrupted(tmp_path):
+    runner = make_runner("flashsac", tmp_path)
+    runner.stop_consensus = lambda local_stop: True  # another rank's time budget ran out
+    result = runner.train(max_env_steps=10**9, max_seconds=3600)
+    assert not result.interrupted and result.env_steps == 0
+
+
 def test_non_finite_env_rows_are_quarantined_and_counted(tmp_path):
     env, config, agent = tiny_agent("flashsac", env=PointMassEnv(num_envs=8, nan_rows=(2, 5), nan_every=3))
     runner = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", "flashsac", 0), None,

@@ -27,5 +27,5 @@ class OffPolicyConfig(BaseModel):
     compile: bool = Field(False, description="torch.compile the networks")
     cuda_graph: bool = Field(
         True, description="replay each gradient update from a CUDA graph (CUDA only, ignored on CPU; "
-        "data-parallel runs turn it off: their gradient all-reduce is not captured)")
+        "a data-parallel run's gradient all-reduce is captured with it)")
     max_grad_norm: float = Field(0.0, ge=0.0, description="0 disables clipping")

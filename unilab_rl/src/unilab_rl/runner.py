@@ -115,11 +115,12 @@ class OffPolicyRunner:
             # this process's own view, which data-parallel ranks must agree on first.
             steps_spent = max_env_steps is not None and self.env_steps >= max_env_steps
             time_spent = max_seconds is not None and time.perf_counter() - start >= max_seconds
-            local_stop = time_spent or self.stop_requested
+            stop = time_spent or self.stop_requested
             if self.stop_consensus is not None:
-                local_stop = self.stop_consensus(local_stop)
-            if steps_spent or local_stop:
-                interrupted = not (steps_spent or time_spent)
+                stop = self.stop_consensus(stop)
+            if steps_spent or stop:
+                # A rank stopped by a peer's time budget finished its run; only a request interrupts.
+                interrupted = self.stop_requested and not (steps_spent or time_spent)
                 break
             self.collector.step()
             self.env_steps += self.spec.num_envs
