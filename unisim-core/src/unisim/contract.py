@@ -39,6 +39,9 @@ class SimBackend(abc.ABC):
         self.num_envs = num_envs
         self.validate = validate
         self._closed = False
+        # Per-env trailing shape of each model field, read once: reading a field makes a copy
+        # (a loop over per-env models on the host bridge), too much for a shape check per write.
+        self._model_field_shapes: dict[str, torch.Size] = {}
 
     # ---- declarations -------------------------------------------------------------
     @property
@@ -123,8 +126,9 @@ class SimBackend(abc.ABC):
             raise ContractViolation(
                 f"name: model field {name!r} is not declared writable; declared: {sorted(allowed)}")
         n = self._check_rows_layout(rows)
-        current = self.model_field(name)
-        self._check_tensor("values", values, torch.float32, (n, *current.shape[1:]))
+        if name not in self._model_field_shapes:
+            self._model_field_shapes[name] = self.model_field(name).shape[1:]
+        self._check_tensor("values", values, torch.float32, (n, *self._model_field_shapes[name]))
         if n and self.validate:
             minimums = self.capabilities.model_field_minimums.get(name)
             self._check_values(rows, minimums={"values": (name, minimums)} if minimums else None, values=values)

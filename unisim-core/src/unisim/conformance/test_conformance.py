@@ -343,6 +343,19 @@ def test_declared_model_field_round_trips(backend):
     backend.set_model_field(name, rows, current[:1])
 
 
+def test_model_field_values_of_the_wrong_shape_are_rejected_and_change_nothing(backend):
+    fields = sorted(backend.capabilities.model_fields)
+    if not fields:
+        pytest.skip("backend declares no model-field writes")
+    rows = torch.tensor([0], device=backend.device)
+    for name in fields:
+        current = backend.model_field(name)
+        for bad in (current[:1, ..., :-1], current[:2]):  # trailing shape off; more rows than given
+            with pytest.raises(ContractViolation, match="values"):
+                backend.set_model_field(name, rows, bad.clone())
+        assert torch.equal(backend.model_field(name), current), f"a refused {name} write changed the field"
+
+
 def test_values_below_a_declared_minimum_are_rejected_and_change_nothing(backend):
     """Contract 1.2: a validated set_model_field keeps to capabilities.model_field_minimums."""
     minimums = dict(backend.capabilities.model_field_minimums)
