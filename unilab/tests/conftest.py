@@ -1,34 +1,11 @@
-"""Shared fixtures: a test owner whose terminations the test controls."""
+"""Shared fixtures: ``make_env`` (closes what it made), defaulting to the test_controlled owner."""
 
 from __future__ import annotations
 
+import controlled_owner  # noqa: F401 (registers test_controlled)
 import pytest
-import torch
-from unilab.config import TerminationTermCfg
-from unilab.registry import register_task
-from unilab.tasks.g1_walk_flat import g1_walk_flat
 
 import unilab
-
-
-def forced_done(env) -> torch.Tensor:
-    """Terminal where the test sets ``env.shared['force']`` (cleared after each read)."""
-    mask = env.shared.get("force")
-    if mask is None:
-        return torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
-    env.shared["force"] = None
-    return mask
-
-
-def _controlled() -> unilab.config.EnvCfg:
-    cfg = g1_walk_flat()
-    cfg.terminations["forced"] = TerminationTermCfg(func=forced_done)
-    cfg.events.pop("push")
-    return cfg
-
-
-register_task("test_controlled", _controlled)
-
 
 NUM_ENVS = 4
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from unilab.config import apply_overrides
-from unilab.tasks.g1_walk_flat import g1_walk_flat
+from unilab.tasks.velocity.config.g1.flat import g1_walk_flat
 
 import unilab
 

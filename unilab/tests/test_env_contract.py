@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from controlled_owner import force_done
 from reset_friction_owner import register_reset_friction_task
 from unilab.config import ObsTermCfg
 from unilab.managers.base import requires
 from unilab.registry import register_task
 from unilab.robot import MissingCapability
-from unilab.tasks.g1_walk_flat import g1_walk_flat
+from unilab.tasks.velocity.config.g1.flat import g1_walk_flat
 from unisim import Feature
 
 import unilab
@@ -31,8 +32,9 @@ def test_runner_contract_shapes_and_types(make_env):
     assert {g: t.shape for g, t in info["final_obs"].items()} == {g: (N, d) for g, d in env.observation_spec.items()}
     metrics = env.flush_metrics()
     assert all(isinstance(v, float) for v in metrics.values())
-    assert {"episode_return", "episode_length", "vel_error_xy", "reward/track_lin_vel",
-            "termination/fell_over"} <= set(metrics)
+    assert set(metrics) >= set(env.metric_names)  # what the terms declared, by name
+    assert {"episodes", "metrics/twist/lin_vel_error", "metrics/twist/ang_vel_error", "reward/track_lin_vel",
+            "termination/fell_over"} <= set(env.metric_names)
 
 
 @pytest.mark.parametrize("bad", [
@@ -119,7 +121,7 @@ def test_domain_randomization_writes_declared_model_fields(make_env):
 def test_reset_mode_model_field_event_writes_only_the_reset_rows(make_env):
     env = make_env(task=register_reset_friction_task("test_reset_friction", (0.5, 1.5)))
     before = env.backend.model_field("geom_friction").clone()
-    env.shared["force"] = torch.tensor([False, True, False, False])
+    force_done(env, torch.tensor([False, True, False, False]))
     env.step(torch.zeros(N, env.action_dim))
     after = env.backend.model_field("geom_friction")
     assert not torch.equal(after[1], before[1])

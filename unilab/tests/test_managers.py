@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import torch
+from controlled_owner import force_done
 from unilab.config import MetricTermCfg, RecorderTermCfg
 from unilab.registry import register_task
-from unilab.tasks.g1_walk_flat import g1_walk_flat
+from unilab.tasks.velocity.config.g1.flat import g1_walk_flat
 from unilab.terms import observations as obs_terms
 
 N = 4
@@ -19,7 +20,7 @@ def test_history_stacks_frames_and_restarts_on_reset(make_env):
     frames = obs["policy"].view(N, 3, d)
     assert torch.equal(frames[:, 0], frames[:, 2])  # a fresh episode repeats its first frame
     prev = obs["policy"].view(N, 3, d)[:, 2].clone()
-    env.shared["force"] = torch.tensor([True, False, False, False])
+    force_done(env, torch.tensor([True, False, False, False]))
     obs, *_ = env.step(torch.zeros(N, env.action_dim))
     frames = obs["policy"].view(N, 3, d)
     assert torch.equal(frames[1:, 1], prev[1:])  # running rows shifted by one frame
@@ -52,7 +53,7 @@ def test_metric_terms_average_and_recorders_keep_the_last_steps(make_env):
         env.step(torch.zeros(N, env.action_dim))
         heights.append(env.robot.root_pos_w[:, 2:3].clone())
     m = env.flush_metrics()
-    assert abs(m["metric/base_height"] - torch.stack(heights).mean().item()) < 1e-5
+    assert abs(m["metrics/base_height"] - torch.stack(heights).mean().item()) < 1e-5
     rec = env.recorder_manager.data()["root_height"]
     assert rec.shape == (3, N, 1) and torch.equal(rec, torch.stack(heights[-3:]))
 

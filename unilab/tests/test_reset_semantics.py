@@ -3,7 +3,9 @@ final observations pre-reset; time-out vs termination; RNG determinism."""
 
 from __future__ import annotations
 
+import pytest
 import torch
+from controlled_owner import force_done
 
 N = 4
 NO_NOISE = ["observations.policy.enable_corruption=false"]
@@ -19,7 +21,7 @@ def test_only_done_rows_change_and_final_obs_is_pre_reset(make_env):
     for k in range(3):
         a.step(_act(a, k)), b.step(_act(b, k))
     calls = a.backend.diagnostics().get("set_state_calls")
-    a.shared["force"] = torch.tensor([False, True, False, True])
+    force_done(a, torch.tensor([False, True, False, True]))
     obs_a, _, term_a, trunc_a, info_a = a.step(_act(a, 3))
     obs_b, _, term_b, _, _ = b.step(_act(b, 3))
     assert term_a.tolist() == [False, True, False, True] and not trunc_a.any() and not term_b.any()
@@ -39,7 +41,7 @@ def test_reset_rows_views_are_authoritative_without_a_step(make_env):
     for k in range(5):
         env.step(_act(env, k))
     steps = env.backend.diagnostics().get("physics_steps")
-    env.shared["force"] = torch.tensor([True, False, False, True])
+    force_done(env, torch.tensor([True, False, False, True]))
     obs, *_ = env.step(_act(env, 5))
     if steps is not None:
         assert env.backend.diagnostics()["physics_steps"] == steps + env.decimation  # no re-step
@@ -63,21 +65,21 @@ def test_time_out_is_truncation_and_a_fall_on_the_last_step_is_termination(make_
     for k in range(4):
         _, _, term, trunc, _ = env.step(_act(env, k))
         assert not term.any() and not trunc.any()
-    env.shared["force"] = torch.tensor([True, False, False, False])
+    force_done(env, torch.tensor([True, False, False, False]))
     _, _, term, trunc, _ = env.step(_act(env, 4))
     assert term.tolist() == [True, False, False, False]
     assert trunc.tolist() == [False, True, True, True]
     assert torch.all(env.episode_length == 0)
     m = env.flush_metrics()
     assert m["episodes"] == 4 and m["termination/time_out"] == 4 and m["termination/forced"] == 1
-    assert m["episode_length"] == 5
+    assert m["reward/alive"] == pytest.approx(5 * 0.5 * env.step_dt)  # per-episode sum of a component
 
 
 def _rollout(env, steps=6):
     out = []
     for k in range(steps):
         if k == 3:
-            env.shared["force"] = torch.tensor([True, True, False, False])
+            force_done(env, torch.tensor([True, True, False, False]))
         obs, *_ = env.step(_act(env, k))
         out.append((obs["policy"].clone(), env.command_manager.command("twist").clone(), env.robot.qpos.clone()))
     return out

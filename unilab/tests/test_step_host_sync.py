@@ -8,6 +8,7 @@ host-bridge mujoco backend only the backend's own calls may sync (it runs on the
 from __future__ import annotations
 
 import torch
+from controlled_owner import force_done
 from reset_friction_owner import register_reset_friction_task
 from unisim import Feature
 from unisim.host_sync import HostSyncProbe
@@ -20,7 +21,7 @@ PUSH_OFTEN = ["events.push.interval_range_s=[0.02,0.04]"]
 def _force_resets(env, rows: list[int]) -> None:
     mask = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
     mask[rows] = True
-    env.shared["force"] = mask
+    force_done(env, mask)
 
 
 def _probe_steps(env, steps: int, probe: HostSyncProbe, force_rows: list[int] | None) -> None:

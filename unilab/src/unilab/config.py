@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializeAsAny,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -30,8 +32,10 @@ Range = tuple[float, float]
 
 
 class TermCfg(Strict):
-    """A term: a function ``func(env, **params) -> Tensor`` or a class ``func(cfg, env)``
-    whose instances are called like the function and may define ``reset(done_mask)``."""
+    """A term: a function ``func(env, **params)`` or a class ``func(cfg, env)`` whose
+    instances are called like the function. Every manager speaks the same protocol
+    (``unilab.managers.base``): the callable, an optional ``reset(done_mask)``, and optional
+    ``components`` naming the columns of a fused output."""
 
     func: Callable[..., Any]
     params: dict[str, Any] = Field(default_factory=dict)
@@ -59,7 +63,11 @@ class RewardTermCfg(TermCfg):
 
 
 class TerminationTermCfg(TermCfg):
-    time_out: bool = False  # True: truncation (bootstrap), False: terminal
+    """``time_out=True``: truncation (bootstrap), else terminal. A fused term returning
+    ``(N, k)`` bool names the components that are time-outs in ``time_out_components``."""
+
+    time_out: bool = False
+    time_out_components: tuple[str, ...] = ()
 
 
 class EventTermCfg(TermCfg):
@@ -73,18 +81,48 @@ class EventTermCfg(TermCfg):
         return self
 
 
-class VelocityCommandCfg(Strict):
-    """Body-frame twist command (vx, vy, yaw rate) resampled every few seconds."""
+class SensorCfg(TermCfg):
+    """A per-step derived state several terms read (``func`` is its class). The env owns it:
+    ``update(env)`` once after physics, ``reset(done)`` once per step in the reset
+    transaction; terms find it by name with ``env.sensor(name, owner)``."""
 
-    lin_vel_x: Range = (-1.0, 1.0)
-    lin_vel_y: Range = (-0.5, 0.5)
-    ang_vel_z: Range = (-1.0, 1.0)
-    resampling_time_range_s: Range = (3.0, 8.0)
-    standing_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
-    heading_command: bool = False  # yaw rate from a P-controller on a sampled heading
-    heading_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
-    heading_stiffness: float = 0.5
-    heading_range: Range = (-3.14159, 3.14159)
+
+_COMMAND_TYPES: dict[str, type[CommandTermCfg]] = {}
+
+
+class CommandTermCfg(Strict):
+    """Base of every command term's config. A subclass sets ``type`` to a unique literal
+    default (its name in overrides and saved configs) and ``term_class`` to the
+    ``unilab.managers.command.CommandTerm`` subclass built from it; defining the subclass
+    registers it."""
+
+    type: str
+    term_class: ClassVar[type]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        name = cls.model_fields["type"].default
+        if not isinstance(name, str):
+            raise TypeError(f"{cls.__name__}: a command config needs a string default for 'type'")
+        known = _COMMAND_TYPES.get(name)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(f"command type {name!r} is already registered by {known.__qualname__}")
+        _COMMAND_TYPES[name] = cls
+
+
+def command_types() -> list[str]:
+    return sorted(_COMMAND_TYPES)
+
+
+def _command_cfg(name: str, value: Any) -> Any:
+    if isinstance(value, CommandTermCfg) or not isinstance(value, Mapping):
+        return value  # instances keep their class; anything else fails the field's type check
+    kind = value.get("type")
+    cls = _COMMAND_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"commands.{name}: unknown command type {kind!r}; registered types: {command_types()}")
+    return cls.model_validate(value)
 
 
 class ActionCfg(Strict):
@@ -110,15 +148,16 @@ class RecorderTermCfg(TermCfg):
 
 class EnvCfg(Strict):
     scene: Callable[[], Any]  # returns the MJCF path
+    reset_keyframe: str  # the model keyframe every episode starts from (events perturb it)
     decimation: int = Field(default=4, ge=1)
     episode_length_s: float = Field(default=20.0, gt=0.0)
-    reset_keyframe: str = "knees_bent"
     actions: ActionCfg = Field(default_factory=ActionCfg)
+    sensors: dict[str, SensorCfg] = Field(default_factory=dict)
     observations: dict[str, ObsGroupCfg] = Field(default_factory=dict)
     rewards: dict[str, RewardTermCfg] = Field(default_factory=dict)
     reward_scale_by_dt: bool = True  # Isaac Lab / mjlab convention: rewards are rates
     terminations: dict[str, TerminationTermCfg] = Field(default_factory=dict)
-    commands: dict[str, VelocityCommandCfg] = Field(default_factory=dict)
+    commands: dict[str, SerializeAsAny[CommandTermCfg]] = Field(default_factory=dict)
     events: dict[str, EventTermCfg] = Field(default_factory=dict)
     curriculum: dict[str, CurriculumTermCfg] = Field(default_factory=dict)
     metrics: dict[str, MetricTermCfg] = Field(default_factory=dict)
@@ -128,6 +167,13 @@ class EnvCfg(Strict):
     # them off to keep a DEVICE-plane step sync-free (shape/dtype/device checks stay).
     validate_actions: bool = True
     profile_phases: bool = False  # per-phase timings (CUDA events on GPU), read at flush
+
+    @field_validator("commands", mode="before")
+    @classmethod
+    def _registered_command_types(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        return {name: _command_cfg(name, v) for name, v in value.items()}
 
 
 # ---- dotted overrides --------------------------------------------------------------

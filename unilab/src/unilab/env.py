@@ -12,10 +12,12 @@ from unilab.managers.action import ActionManager
 from unilab.managers.command import CommandManager
 from unilab.managers.curriculum import CurriculumManager
 from unilab.managers.event import EventManager, StateTransaction
-from unilab.managers.metric import MetricManager, PhaseTimer
+from unilab.managers.metric import MetricManager
 from unilab.managers.observation import ObservationManager
+from unilab.managers.phase_timer import StepPhaseTimer
 from unilab.managers.recorder import RecorderManager
 from unilab.managers.reward import RewardManager
+from unilab.managers.sensor import SensorManager
 from unilab.managers.termination import TerminationManager
 from unilab.robot import RobotState
 
@@ -23,30 +25,40 @@ from unilab.robot import RobotState
 class ManagerBasedRlEnv:
     """A batch of ``num_envs`` episodes of one task owner on one SimBackend.
 
-    ``step(action)`` runs, in this order:
+    The env knows no task: commands, sensors, rewards, terminations, observations, events
+    and metrics are the owner's terms. ``step(action)`` runs, in this order:
 
     1. action: validate, then ``ctrl = offset + scale * clip(action)`` (action manager);
     2. physics: ``backend.step(ctrl, decimation)``; derived state caches are dropped;
-    3. commands: timers tick, expired rows resample (masked, no row list);
+    3. sensors: each updates once from the new state (e.g. foot contact timers);
     4. terminations: ``terminated`` (terminal terms) vs ``truncated`` (time-out terms);
-    5. rewards: weighted terms on the post-physics, pre-reset state; episode sums;
-    6. final observations: every group on the post-physics, pre-reset state (history not
-       advanced), returned as ``info["final_obs"]`` (done rows are the meaningful ones);
-    7. ONE reset transaction for done = terminated | truncated, in two halves:
+    5. rewards: weighted terms on the post-physics, pre-reset state, scored against the
+       command the policy acted on; per-component episode sums;
+    6. commands: each term records its metrics (also against the command the policy
+       acted on), then advances (timers tick, expired rows resample; masked, no row list);
+       interval event timers tick;
+    7. final observations: every group on the post-physics, pre-reset state with the
+       advanced commands (history not advanced), returned as ``info["final_obs"]`` (done
+       rows are the meaningful ones);
+    8. ONE reset transaction for done = terminated | truncated, in two halves:
        a. masked, no row list (so no host sync; on a DEVICE plane these kernels queue
           behind physics): curriculum; every manager's bookkeeping for done rows (episode
-          sums logged and zeroed, actions zeroed, commands resampled, history marked,
-          episode lengths zeroed); every reset-mode event writes an episode start for all
-          rows into the transaction (model-field events write their fields, masked);
-          interval events (pushes) edit its velocities where they fired;
+          metrics accumulated, episode sums zeroed, actions zeroed, commands resampled,
+          sensors and history restarted, episode lengths zeroed); every reset-mode event
+          writes an episode start for all rows into the transaction (model-field events
+          write their fields, masked); interval events (pushes) edit its velocities where
+          they fired;
        b. commit: the transaction becomes full-size (N, nq)/(N, nv) state plus the mask of
           rows that reset or were pushed, written by ONE ``backend.set_state_where`` call.
           No row list, so no host sync: on a backend declaring DEVICE_MASKED_RESET the
           whole step queues on the device. The contract makes the written rows' views
-          authoritative on return; nothing re-steps physics;
-    8. observations of the post-reset state (done rows show their new episode);
-    9. metrics: accumulate on device (flushed by ``flush_metrics``), recorders.
+          authoritative on return; nothing re-steps physics. Commands then refresh from
+          the written state;
+    9. observations of the post-reset state (done rows show their new episode);
+    10. metrics: metric terms accumulate on device (flushed by ``flush_metrics``), recorders.
 
+    Rewards come before commands advance so that a reward never scores a command the
+    policy did not see (on a resample step, or every step for a heading controller).
     Ended envs reset inside ``step``; ``obs`` is post-reset. Construction performs a full
     reset, so ``step`` may be called before ``reset``.
     """
@@ -84,9 +96,12 @@ class ManagerBasedRlEnv:
         self.default_joint_pos = self.default_qpos[self.robot.joint_qpos_index].clone()
         self.episode_length = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.common_step_counter = 0
-        self.shared: dict = {}  # state shared by terms (e.g. foot contact timers)
-        self.timer = PhaseTimer(self.device, cfg.profile_phases)
+        self.timer = StepPhaseTimer(self.device, cfg.profile_phases)
 
+        # Managers declare their metrics while they are built; the metric manager's own
+        # terms come last and allocate the accumulators.
+        self.metric_manager = MetricManager(self)
+        self.sensor_manager = SensorManager(cfg.sensors, self)
         self.action_manager = ActionManager(cfg.actions, self)
         self.action_dim = self.action_manager.action_dim
         self.command_manager = CommandManager(cfg.commands, self)
@@ -96,13 +111,22 @@ class ManagerBasedRlEnv:
         self.curriculum_manager = CurriculumManager(cfg.curriculum, self)
         self.observation_manager = ObservationManager(cfg.observations, self)
         self.observation_spec: dict[str, int] = dict(self.observation_manager.spec)
-        self.metric_manager = MetricManager(cfg.metrics, self, self.reward_manager.components,
-                                            self.termination_manager.names)
+        self.metric_manager.build(cfg.metrics)
         self.recorder_manager = RecorderManager(cfg.recorders, self)
         self._all_rows_mask = torch.ones(num_envs, dtype=torch.bool, device=self.device)
         self._no_rows_mask = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
-        self.event_manager.startup(self)
+        self.event_manager.startup(self, self._transaction(self._all_rows_mask, self._no_rows_mask))
         self.obs = self.reset()
+
+    def sensor(self, name: str, owner: str):
+        """The configured sensor ``name`` (for a term's constructor); an unknown name fails
+        naming ``owner`` and the configured sensors."""
+        return self.sensor_manager.get(name, owner)
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The on-device metrics ``flush_metrics`` reports, as declared by the terms."""
+        return tuple(self.metric_manager.names)
 
     # ---- runner contract ---------------------------------------------------------------
     def reset(self) -> dict[str, torch.Tensor]:
@@ -124,12 +148,13 @@ class ManagerBasedRlEnv:
         self.robot.invalidate()
 
         timer.start("update_state_ms")
+        self.sensor_manager.update(self)
         self.episode_length += 1
         self.common_step_counter += 1
-        self.command_manager.step(self.step_dt)
         terminated, truncated = self.termination_manager.compute(self)
         reward = self.reward_manager.compute(self)
-        vel_err = self._velocity_error()
+        self.command_manager.record_metrics(self.metric_manager)
+        self.command_manager.step(self.step_dt)
         done = terminated | truncated
         pushed = self.event_manager.tick_interval(self, self.step_dt)
         timer.stop("update_state_ms")
@@ -146,7 +171,7 @@ class ManagerBasedRlEnv:
         obs = self.observation_manager.compute(self)
         timer.stop("observation_ms")
         timer.start("metrics_ms")
-        self.metric_manager.on_step(self, vel_err)
+        self.metric_manager.on_step(self)
         if self.recorder_manager.terms:
             self.recorder_manager.record(self)
         timer.stop("metrics_ms")
@@ -179,34 +204,29 @@ class ManagerBasedRlEnv:
         if self.cfg.validate_actions and not bool(torch.isfinite(action).all()):
             raise ValueError("action: expected finite values, got NaN or inf (env state untouched)")
 
-    def _velocity_error(self) -> torch.Tensor | None:
-        cmds = self.command_manager.terms
-        if not cmds:
-            return None
-        cmd = next(iter(cmds.values())).command
-        r = self.robot
-        err = cmd - torch.cat((r.root_lin_vel_b[:, :2], r.root_ang_vel_b[:, 2:]), dim=1)
-        return torch.stack((torch.linalg.vector_norm(err[:, :2], dim=1).mean(), err[:, 2].abs().mean()))
-
     def _begin_reset(self, done: torch.Tensor, pushed: torch.Tensor | None, log: bool) -> StateTransaction:
         """Every manager's reset bookkeeping for the ``done`` rows, masked (no row list, so
         no host sync; on a DEVICE plane it queues behind physics), and the transaction's
         state filled by the events."""
         interval = self._no_rows_mask if pushed is None else pushed & ~done
-        totals = self.reward_manager.reset(done)
+        metrics = self.metric_manager if log else None
         if log:
-            fired = self.termination_manager.fired if self.termination_manager.terms else None
-            self.metric_manager.on_reset(done, totals, self.episode_length, fired)
-        self.termination_manager.reset(done)
+            self.metric_manager.episodes_ended(done)
+        self.reward_manager.reset(done, metrics)
+        self.termination_manager.reset(done, metrics)
+        self.sensor_manager.reset(done)
         self.action_manager.reset(done)
         self.command_manager.reset(done)
         self.observation_manager.reset(done)
         self.episode_length.masked_fill_(done, 0)
-        n = self.num_envs
-        txn = StateTransaction(done, interval, self.default_qpos.expand(n, -1).clone(),
-                               self.default_qvel.expand(n, -1).clone(), self.robot.qvel.clone())
+        txn = self._transaction(done, interval)
         self.event_manager.apply(self, txn)
         return txn
+
+    def _transaction(self, reset: torch.Tensor, interval: torch.Tensor) -> StateTransaction:
+        n = self.num_envs
+        return StateTransaction(reset, interval, self.default_qpos.expand(n, -1).clone(),
+                                self.default_qvel.expand(n, -1).clone(), self.robot.qvel.clone())
 
     def _commit(self, txn: StateTransaction) -> None:
         """ONE ``set_state_where`` call for the rows that reset (their episode start) or were

@@ -1,10 +1,23 @@
-"""Turning a term config into a callable ``term(env)``, with construction-time checks."""
+"""The one term protocol every manager speaks, and turning a term config into a ``Term``.
+
+A term is a callable plus, optionally:
+
+- ``reset(done)``: called with the (N,) bool mask of rows starting an episode (masks, not
+  row lists, keep the reset free of host syncs);
+- ``components``: the names of the columns of a fused output. A fused reward or
+  termination term returns ``(N, k)``, one column per component; a fused observation term
+  may give widths (``{"name": width}``), its output being their concatenation.
+
+Function terms ``f(env, **params)`` get their params bound once; class terms
+``C(cfg, env)`` resolve names once in ``__init__``. Manager-specific call arguments are
+fixed per manager (``term(env)``; event terms ``term(env, txn)``, see ``managers.event``).
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from unisim import Feature
@@ -20,39 +33,81 @@ def requires(*features: Feature, model_fields: tuple[str, ...] = (), sensor_kind
     return mark
 
 
+def fused(*components: str):
+    """Declare a function term's fused output columns (a class term sets ``components``)."""
+    def mark(func):
+        func.components = tuple(components)
+        return func
+    return mark
+
+
 class Term:
-    """A built term: ``fn(env)`` plus the optional ``reset(done)`` of a class term, where
-    ``done`` is the (N,) bool mask of rows starting a new episode (masks, not row lists,
-    keep the reset free of host syncs)."""
+    """A built term: ``fn`` (the callable), ``reset`` (or None), ``components`` (component
+    name -> width, or None for a single output) and ``obj`` (the class term's instance)."""
 
-    __slots__ = ("cfg", "fn", "name", "obj", "reset")
+    __slots__ = ("cfg", "components", "fn", "name", "obj", "reset")
 
-    def __init__(self, name: str, cfg: Any, fn: Callable, reset: Callable | None, obj: Any) -> None:
+    def __init__(self, name: str, cfg: Any, fn: Callable, reset: Callable | None, obj: Any,
+                 components: dict[str, int] | None) -> None:
         self.name, self.cfg, self.fn, self.reset, self.obj = name, cfg, fn, reset, obj
+        self.components = components
+
+    def columns(self, owner: str) -> list[str]:
+        """Component names of a term whose components are one column each (rewards,
+        terminations); a single-output term is one column named after the term."""
+        if self.components is None:
+            return [self.name]
+        wide = [c for c, w in self.components.items() if w != 1]
+        if wide:
+            raise ValueError(f"{owner} term {self.name!r}: components {wide} are wider than one column")
+        return list(self.components)
+
+
+def _components(declared: Any, owner: str) -> dict[str, int] | None:
+    if declared is None:
+        return None
+    if isinstance(declared, Mapping):
+        out = {str(k): int(v) for k, v in declared.items()}
+    elif isinstance(declared, (tuple, list)) and all(isinstance(c, str) for c in declared):
+        out = dict.fromkeys(declared, 1)
+    else:
+        raise ValueError(f"{owner}: components must be a tuple of names or a name -> width mapping, "
+                         f"got {declared!r}")
+    if not out or len(out) != len(declared) or any(w < 1 for w in out.values()):
+        raise ValueError(f"{owner}: components must be unique names with widths >= 1, got {declared!r}")
+    return out
 
 
 def build_term(kind: str, name: str, cfg: Any, env: Any) -> Term:
-    """Class terms are instantiated with ``(cfg, env)`` (resolving names once); function
-    terms get their params bound once. Any error names the term."""
+    """Build the term of ``cfg`` (config section ``kind``, key ``name``). Any error names
+    the term."""
     owner = f"{kind} term {name!r}"
     func = cfg.func
     try:
         if inspect.isclass(func):
             obj = func(cfg, env)
-            reset = getattr(obj, "reset", None)
-            return Term(name, cfg, obj, reset, obj)
+            return Term(name, cfg, obj, getattr(obj, "reset", None), obj,
+                        _components(getattr(obj, "components", None), owner))
         reqs = getattr(func, "requirements", None)
         if reqs:
             env.robot.require(owner, *reqs)
-        unknown = set(cfg.params) - set(inspect.signature(func).parameters)
-        if unknown and not any(p.kind is p.VAR_KEYWORD for p in inspect.signature(func).parameters.values()):
+        signature = inspect.signature(func).parameters
+        unknown = set(cfg.params) - set(signature)
+        if unknown and not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
             raise ValueError(f"unknown params {sorted(unknown)}; {func.__name__} takes "
-                             f"{[p for p in inspect.signature(func).parameters if p != 'env']}")
+                             f"{[p for p in signature if p not in ('env', 'txn')]}")
         fn = functools.partial(func, **cfg.params) if cfg.params else func
-        return Term(name, cfg, fn, None, None)
+        return Term(name, cfg, fn, None, None, _components(getattr(func, "components", None), owner))
     except MissingCapability as exc:
         msg = str(exc)
         raise MissingCapability(msg if msg.startswith(owner) else f"{owner}: {msg}") from None
     except (ValueError, KeyError, TypeError) as exc:
         msg = str(exc)
         raise ValueError(msg if msg.startswith(owner) else f"{owner}: {msg}") from None
+
+
+def reset_terms(terms: list[Term], done) -> None:
+    """Call ``reset(done)`` of every term that has one."""
+    for t in terms:
+        if t.reset is not None:
+            t.reset(done)

@@ -1,15 +1,21 @@
 """Event manager: startup, reset and interval events, and the state transaction.
 
-Reset-mode events do not talk to the backend's state themselves: they write into the
-step's one ``StateTransaction``, which the env commits with a single
-``backend.set_state``. The transaction is full-size and masked: ``reset_qpos/reset_qvel``
-hold a fresh episode start for EVERY row (events write all rows unconditionally, which
-needs no row list and so no host sync), ``qvel`` holds the current velocities that
-interval events (pushes) edit where they fired; at commit the env writes only the rows
-that reset or were pushed (one masked ``set_state_where``). Interval timers are per env and masked as well. Model-field
-events (friction, mass) run at startup or reset: at reset they keep the current field
-values of rows that do not reset (``torch.where``, again no row list), and their fields
-are checked against the backend's declaration when the term is built.
+Every event term has one signature, ``term(env, txn)``; what differs by mode reaches it
+through the ``StateTransaction``: ``txn.rows`` is the (N,) mask of the rows the event
+applies to (startup: all rows; reset: rows starting an episode; interval: rows where this
+event's timer fired).
+
+Events do not talk to the backend's state themselves: they write into the step's one
+transaction, which the env commits with a single ``backend.set_state_where``. The
+transaction is full-size and masked: ``reset_qpos/reset_qvel`` hold a fresh episode start
+for EVERY row (reset events write all rows unconditionally, which needs no row list and
+so no host sync), ``qvel`` holds the current velocities that interval events (pushes) edit
+where they fired; at commit the env writes only the rows that reset or were pushed.
+Interval timers are per env and masked as well. Model-field events (friction, mass) run at
+startup or reset: they draw values for every row and keep the current ones outside
+``txn.rows`` (``torch.where``, again no row list); their fields are checked against the
+backend's declaration when the term is built. The startup transaction is not committed
+(construction's first reset follows it); only model-field writes act at startup.
 """
 
 from __future__ import annotations
@@ -25,14 +31,16 @@ from unilab.managers.base import build_term
 @dataclass
 class StateTransaction:
     """reset (N,) bool: rows starting an episode; interval (N,) bool: other rows an
-    interval event hit. reset_qpos/reset_qvel (N, nq/nv): episode starts (used for reset
-    rows); qvel (N, nv): current velocities plus interval edits (used for interval rows)."""
+    interval event hit; rows (N,) bool: the rows the event being applied acts on.
+    reset_qpos/reset_qvel (N, nq/nv): episode starts (used for reset rows); qvel (N, nv):
+    current velocities plus interval edits (used for interval rows)."""
 
     reset: torch.Tensor
     interval: torch.Tensor
     reset_qpos: torch.Tensor
     reset_qvel: torch.Tensor
     qvel: torch.Tensor
+    rows: torch.Tensor | None = None
 
 
 class EventManager:
@@ -56,9 +64,10 @@ class EventManager:
         u = torch.rand(n, len(self.interval_terms), generator=env.rng, device=env.device)
         return self.interval_lo + self.interval_width * u
 
-    def startup(self, env) -> None:
+    def startup(self, env, txn: StateTransaction) -> None:
+        txn.rows = txn.reset
         for t in self.startup_terms:
-            t.fn(env, None)
+            t.fn(env, txn)
 
     def tick_interval(self, env, dt: float) -> torch.Tensor | None:
         """Advance interval timers; return the (N,) mask of rows where any interval event
@@ -72,8 +81,10 @@ class EventManager:
 
     def apply(self, env, txn: StateTransaction) -> None:
         """Reset terms fill every row's episode start (model-field terms write the reset
-        rows' fields); interval terms edit ``txn.qvel`` where they fired."""
+        rows' fields); interval terms edit ``txn.qvel`` where they fired (``txn.rows``)."""
+        txn.rows = txn.reset
         for t in self.reset_terms:
             t.fn(env, txn)
         for k, t in enumerate(self.interval_terms):
-            t.fn(env, txn, self.fired[:, k])
+            txn.rows = self.fired[:, k]
+            t.fn(env, txn)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from unilab.config import ObsGroupCfg
-from unilab.managers.base import build_term
+from unilab.managers.base import build_term, reset_terms
 
 
 class _Group:
@@ -23,6 +23,10 @@ class _Group:
         # (N,) terms become (N, 1) columns; decided once here, not per step.
         self._fns = [(lambda e, f=t.fn: f(e).unsqueeze(1)) if o.dim() == 1 else t.fn for t, o in zip(self.terms, outs)]
         self.term_dims = {t.name: (1 if o.dim() == 1 else o.shape[1]) for t, o in zip(self.terms, outs)}
+        for t in self.terms:  # a fused term names the parts of its output
+            if t.components is not None and sum(t.components.values()) != self.term_dims[t.name]:
+                raise ValueError(f"observations.{name} term {t.name!r}: components {t.components} add up to "
+                                 f"{sum(t.components.values())} columns, the term returns {self.term_dims[t.name]}")
         self.frame_dim = sum(self.term_dims.values())
         self.history = cfg.history_length
         self.dim = self.frame_dim * self.history
@@ -76,9 +80,7 @@ class _Group:
     def reset(self, done: torch.Tensor) -> None:
         if self.history > 1:
             self.fresh |= done
-        for t in self.terms:
-            if t.reset is not None:
-                t.reset(done)
+        reset_terms(self.terms, done)
 
 
 class ObservationManager:
@@ -96,4 +98,13 @@ class ObservationManager:
             g.reset(done)
 
     def describe(self) -> dict[str, dict[str, int]]:
-        return {g.name: dict(g.term_dims) for g in self.groups}
+        """Group -> column widths in order, per term (a fused term per component, as
+        ``term/component``)."""
+        out = {}
+        for g in self.groups:
+            out[g.name] = {}
+            for t in g.terms:
+                parts = {f"{t.name}/{c}": w for c, w in t.components.items()} if t.components else \
+                    {t.name: g.term_dims[t.name]}
+                out[g.name].update(parts)
+        return out

@@ -1,7 +1,7 @@
 """Reward manager: weighted terms, per-component episode sums.
 
 A term returns ``(N,)`` (one component, ``weight``) or, when fused, ``(N, k)`` named by
-the term's ``components`` (``weights`` per component). All outputs are concatenated to
+the term's declared ``components`` (``weights`` per component). All outputs are concatenated to
 one ``(N, K)`` matrix and weighted in one multiply, so per-component episode sums cost a
 single in-place add per step. With ``reward_scale_by_dt`` the weights absorb step_dt.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from unilab.config import RewardTermCfg
-from unilab.managers.base import build_term
+from unilab.managers.base import build_term, reset_terms
 
 
 class RewardManager:
@@ -20,27 +20,30 @@ class RewardManager:
         self.components: list[str] = []
         weights: list[float] = []
         for term in self.terms:
-            fused = getattr(term.obj, "components", None)
-            if fused is None:
+            columns = term.columns("rewards")
+            if term.components is None:
                 if term.cfg.weights is not None:
                     raise ValueError(f"rewards term {term.name!r}: 'weights' is only for fused terms "
-                                     "(a term exposing 'components'); use 'weight'")
+                                     "(a term declaring 'components'); use 'weight'")
                 self.components.append(term.name)
                 weights.append(term.cfg.weight)
                 continue
             given = term.cfg.weights or {}
-            unknown = set(given) - set(fused)
+            unknown = set(given) - set(columns)
             if unknown:
                 raise ValueError(f"rewards term {term.name!r}: unknown components {sorted(unknown)}; "
-                                 f"valid: {list(fused)}")
-            self.components += [f"{term.name}/{c}" if c in self.components else c for c in fused]
-            weights += [given.get(c, 0.0) * term.cfg.weight for c in fused]
+                                 f"valid: {columns}")
+            self.components += [f"{term.name}/{c}" if c in self.components else c for c in columns]
+            weights += [given.get(c, 0.0) * term.cfg.weight for c in columns]
         dt = env.step_dt if scale_by_dt else 1.0
         self.weights = torch.tensor(weights, dtype=torch.float32, device=env.device) * dt
         self.num_components = len(self.components)
         self.episode_sums = torch.zeros(env.num_envs, self.num_components, device=env.device)
         self.reward = torch.zeros(env.num_envs, device=env.device)
         self.last_components: torch.Tensor | None = None  # weighted (N, K) of the last step
+        # Per-episode sums of each weighted component, averaged over the episodes that end.
+        self.metric_slot = env.metric_manager.declare([f"reward/{c}" for c in self.components], "episode",
+                                                      "rewards")
 
     def compute(self, env) -> torch.Tensor:
         if not self.terms:
@@ -55,13 +58,11 @@ class RewardManager:
         self.episode_sums += weighted
         return weighted.sum(dim=1)
 
-    def reset(self, done: torch.Tensor) -> torch.Tensor:
-        """Zero the episode sums of the ``done`` (N,) bool rows and return their
-        per-component totals (K,). Masked: no row list, no host sync."""
+    def reset(self, done: torch.Tensor, metrics=None) -> None:
+        """Zero the episode sums of the ``done`` (N,) bool rows, after adding their
+        per-component totals to ``metrics`` (when logging). Masked: no host sync."""
         mask = done.unsqueeze(1)
-        totals = (self.episode_sums * mask).sum(dim=0)
+        if metrics is not None:
+            metrics.add(self.metric_slot, (self.episode_sums * mask).sum(dim=0))
         self.episode_sums.masked_fill_(mask, 0.0)
-        for t in self.terms:
-            if t.reset is not None:
-                t.reset(done)
-        return totals
+        reset_terms(self.terms, done)

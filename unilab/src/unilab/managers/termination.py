@@ -5,31 +5,48 @@ from __future__ import annotations
 import torch
 
 from unilab.config import TerminationTermCfg
-from unilab.managers.base import build_term
+from unilab.managers.base import build_term, reset_terms
 
 
 class TerminationManager:
-    """``terminated`` = any terminal term fired; ``truncated`` = a time-out term fired and
-    no terminal term did (a fall on the last step is a fall, not a time-out)."""
+    """``terminated`` = any terminal condition fired; ``truncated`` = a time-out condition
+    fired and no terminal one did (a fall on the last step is a fall, not a time-out).
+
+    A term returns ``(N,)`` bool, or, when fused, ``(N, k)`` bool named by its declared
+    ``components`` (its config's ``time_out_components`` are the time-outs). Every
+    condition is logged by name: ``termination/<name>`` counts the episodes it ended."""
 
     def __init__(self, cfg: dict[str, TerminationTermCfg], env) -> None:
         self.terms = [build_term("terminations", n, tc, env) for n, tc in cfg.items()]
-        self.names = [t.name for t in self.terms]
-        self.time_out = torch.tensor([t.cfg.time_out for t in self.terms], dtype=torch.bool, device=env.device)
+        self.names: list[str] = []
+        time_out: list[bool] = []
+        for t in self.terms:
+            columns = t.columns("terminations")
+            unknown = set(t.cfg.time_out_components) - set(columns if t.components else ())
+            if unknown:
+                raise ValueError(f"terminations term {t.name!r}: time_out_components {sorted(unknown)} are not "
+                                 f"components of the term (components: {columns if t.components else None})")
+            self.names += columns
+            time_out += [t.cfg.time_out or c in t.cfg.time_out_components for c in columns]
+        self.time_out = torch.tensor(time_out, dtype=torch.bool, device=env.device)
         n = env.num_envs
         self.terminated = torch.zeros(n, dtype=torch.bool, device=env.device)
         self.truncated = torch.zeros(n, dtype=torch.bool, device=env.device)
-        self.fired = torch.zeros(n, len(self.terms), dtype=torch.bool, device=env.device)
+        self.fired = torch.zeros(n, len(self.names), dtype=torch.bool, device=env.device)
+        self.metric_slot = env.metric_manager.declare([f"termination/{c}" for c in self.names], "total",
+                                                      "terminations") if self.names else None
 
     def compute(self, env) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.terms:
             return self.terminated, self.truncated
-        self.fired = torch.stack([t.fn(env) for t in self.terms], dim=1)
+        outs = [t.fn(env) for t in self.terms]
+        self.fired = torch.cat([o.view(o.shape[0], -1) for o in outs], dim=1) if len(outs) > 1 \
+            else outs[0].view(outs[0].shape[0], -1)
         self.terminated = (self.fired & ~self.time_out).any(dim=1)
         self.truncated = (self.fired & self.time_out).any(dim=1) & ~self.terminated
         return self.terminated, self.truncated
 
-    def reset(self, done: torch.Tensor) -> None:
-        for t in self.terms:
-            if t.reset is not None:
-                t.reset(done)
+    def reset(self, done: torch.Tensor, metrics=None) -> None:
+        if metrics is not None and self.metric_slot is not None:
+            metrics.add(self.metric_slot, (self.fired & done.unsqueeze(1)).sum(dim=0))
+        reset_terms(self.terms, done)

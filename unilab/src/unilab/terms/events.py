@@ -1,9 +1,9 @@
-"""Event terms. Reset terms ``f(env, txn)`` write an episode start for every row into
-``txn.reset_qpos/reset_qvel`` (only the resetting rows are committed); interval terms
-``f(env, txn, fired)`` edit ``txn.qvel`` where ``fired`` (N,); startup terms get
-``txn=None`` (all rows). Model-field terms draw values for every row and keep the current
-ones where ``txn.reset`` is False (no row list, so no host sync); they declare their field
-and fail at construction when the backend does not declare it writable."""
+"""Event terms, all called ``f(env, txn)`` (see ``unilab.managers.event``). Reset terms
+write an episode start for every row into ``txn.reset_qpos/reset_qvel`` (only the
+resetting rows are committed); interval terms edit ``txn.qvel`` where ``txn.rows`` (the
+rows where they fired). Model-field terms draw values for every row and keep the current
+ones outside ``txn.rows`` (no row list, so no host sync); they declare their field and
+fail at construction when the backend does not declare it writable."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ class push_by_velocity:
         self.lo = torch.tensor([rng.get(k, (0.0, 0.0))[0] for k in keys], device=env.device)
         self.hi = torch.tensor([rng.get(k, (0.0, 0.0))[1] for k in keys], device=env.device)
 
-    def __call__(self, env, txn, fired) -> None:
-        a = env.robot.root_qvel_adr
+    def __call__(self, env, txn) -> None:
+        a, fired = env.robot.root_qvel_adr, txn.rows
         txn.qvel[:, a:a + 6] += _uniform(env, (fired.shape[0], 6), self.lo, self.hi) * fired.unsqueeze(1)
 
 
@@ -72,7 +72,7 @@ class _ModelFieldEvent(abc.ABC):
 
     field = ""
     default_range = (1.0, 1.0)
-    writes_model_field = True  # startup or reset mode only (interval terms get a ``fired`` mask)
+    writes_model_field = True  # startup or reset mode only: an interval write would change physics mid-episode
 
     def __init__(self, cfg, env) -> None:
         env.robot.require(type(self).__name__, model_fields=(self.field,))
@@ -89,16 +89,15 @@ class _ModelFieldEvent(abc.ABC):
     def scaled(self, factor: torch.Tensor) -> torch.Tensor:
         """The field's values for every row when the drawn factors are ``factor``."""
 
-    def __call__(self, env, txn=None) -> None:
+    def __call__(self, env, txn) -> None:
         lo, hi = self.range
         self.write(env, txn, self.scaled(_uniform(env, self.factor_shape(env), lo, hi)))
 
     def write(self, env, txn, values: torch.Tensor) -> None:
-        """Write ``values`` (N, ...) for every row; at reset, rows not starting an episode
-        keep their current values."""
-        if txn is not None:
-            keep = ~txn.reset.view(-1, *([1] * (values.dim() - 1)))
-            values = torch.where(keep, env.backend.model_field(self.field), values)
+        """Write ``values`` (N, ...) for every row; rows outside ``txn.rows`` (at reset,
+        rows not starting an episode) keep their current values."""
+        keep = ~txn.rows.view(-1, *([1] * (values.dim() - 1)))
+        values = torch.where(keep, env.backend.model_field(self.field), values)
         env.backend.set_model_field(self.field, self.all_rows, values)
 
     def _check_range_against_backend_minimums(self, env) -> None:

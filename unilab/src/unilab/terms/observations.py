@@ -35,8 +35,14 @@ def last_action(env) -> torch.Tensor:
     return env.action_manager.action
 
 
-def velocity_command(env, command_name: str = "twist") -> torch.Tensor:
-    return env.command_manager.command(command_name)
+class generated_commands:
+    """The current tensor of a named command term; params: command_name."""
+
+    def __init__(self, cfg, env) -> None:
+        self.command = env.command_manager.term(cfg.params["command_name"], "generated_commands")
+
+    def __call__(self, env) -> torch.Tensor:
+        return self.command.command
 
 
 class sensor:
@@ -64,19 +70,3 @@ class body_height:
 
     def __call__(self, env) -> torch.Tensor:
         return env.robot.body_pos_w[:, self.idx, 2]
-
-
-class feet_contact:
-    """Per-foot contact flag (height proxy, see rewards.FeetState) and air/contact time."""
-
-    def __init__(self, cfg, env) -> None:
-        from unilab.terms.rewards import FeetState
-        self.feet = FeetState.get(env, tuple(cfg.params["bodies"]), cfg.params.get("contact_height", 0.05))
-
-    def reset(self, done: torch.Tensor) -> None:
-        self.feet.reset(done)
-
-    def __call__(self, env) -> torch.Tensor:
-        f = self.feet
-        f.update(env)
-        return torch.cat((f.contact.float(), f.air_time, f.contact_time), dim=1)

@@ -5,16 +5,15 @@ set follows mjlab 1.6's G1 velocity task (exp-kernel tracking with std^2 0.25 / 
 torso upright, speed-dependent posture, action rate, soft joint limits, foot slip)
 plus an alive bonus, a terminal penalty and Isaac Lab's biped air-time term, since on
 flat ground with an off-policy learner a gait incentive shortens the shuffling phase.
-Foot contact is a height proxy (no contact forces in the contract). Variants are plain
-functions editing the default config.
+Foot contact is a height proxy (the ``feet`` sensor). Variants are plain functions
+editing the default config.
 """
 
 from __future__ import annotations
 
 import math
 
-from unilab.assets import G1_JOINT_NAMES, g1_scene_path
-from unilab.assets.g1_scene import NATURAL_FREQ, joint_motor
+from unilab.assets import g1_scene_path
 from unilab.config import (
     ActionCfg,
     CurriculumTermCfg,
@@ -23,47 +22,25 @@ from unilab.config import (
     ObsGroupCfg,
     ObsTermCfg,
     RewardTermCfg,
+    SensorCfg,
     TerminationTermCfg,
-    VelocityCommandCfg,
 )
 from unilab.registry import register_task
-from unilab.terms import curriculum as cur
+from unilab.tasks.velocity.config.g1.constants import CONTACT_HEIGHT, FEET, POSTURE, RESET_KEYFRAME, TORSO, action_scale
+from unilab.tasks.velocity.mdp import curriculum as vel_cur
+from unilab.tasks.velocity.mdp import observations as vel_obs
+from unilab.tasks.velocity.mdp import rewards as vel_rew
+from unilab.tasks.velocity.mdp.commands import UniformVelocityCommandCfg
+from unilab.tasks.velocity.mdp.sensors import FeetContact
 from unilab.terms import events as ev
 from unilab.terms import observations as obs
 from unilab.terms import rewards as rew
 from unilab.terms import terminations as term
 
-FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
-CONTACT_HEIGHT = 0.06  # foot origin is 0.038 m above the floor when flat
-
-# Rationale (mjlab): legs loose in pitch/knee for the stride, tight in roll; waist tight.
-POSTURE = {
-    "std_standing": {".*": 0.05},
-    "std_walking": {r".*hip_pitch.*": 0.3, r".*hip_roll.*": 0.15, r".*hip_yaw.*": 0.15, r".*knee.*": 0.35,
-                    r".*ankle_pitch.*": 0.25, r".*ankle_roll.*": 0.1, r".*waist_yaw.*": 0.2,
-                    r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.1, r".*shoulder_pitch.*": 0.15,
-                    r".*shoulder_roll.*": 0.15, r".*shoulder_yaw.*": 0.1, r".*elbow.*": 0.15, r".*wrist.*": 0.3},
-    "std_running": {r".*hip_pitch.*": 0.5, r".*hip_roll.*": 0.2, r".*hip_yaw.*": 0.2, r".*knee.*": 0.6,
-                    r".*ankle_pitch.*": 0.35, r".*ankle_roll.*": 0.15, r".*waist_yaw.*": 0.3,
-                    r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.2, r".*shoulder_pitch.*": 0.5,
-                    r".*shoulder_roll.*": 0.2, r".*shoulder_yaw.*": 0.15, r".*elbow.*": 0.35, r".*wrist.*": 0.3},
-    "walking_threshold": 0.05,
-    "running_threshold": 1.5,
-}
-
+COMMAND = "twist"
 WEIGHTS = {"track_lin_vel": 2.0, "track_ang_vel": 2.0, "upright": 1.0, "posture": 1.0, "body_ang_vel": -0.05,
            "action_rate": -0.1, "joint_limits": -1.0, "feet_air_time": 0.5, "foot_slip": -0.1, "alive": 0.5,
            "terminated": -100.0}
-
-
-def action_scale() -> dict[str, float]:
-    """0.25 * effort / kp per joint: a unit action moves a joint by a quarter of the
-    deflection at which its PD controller saturates (mjlab's G1_ACTION_SCALE)."""
-    out = {}
-    for joint in G1_JOINT_NAMES:
-        armature, effort = joint_motor(joint)
-        out[joint] = 0.25 * effort / (armature * NATURAL_FREQ**2)
-    return out
 
 
 def _policy_terms(noisy: bool) -> dict[str, ObsTermCfg]:
@@ -71,7 +48,7 @@ def _policy_terms(noisy: bool) -> dict[str, ObsTermCfg]:
     return {
         "base_ang_vel": ObsTermCfg(func=obs.base_ang_vel, noise=n(-0.2, 0.2)),
         "projected_gravity": ObsTermCfg(func=obs.projected_gravity, noise=n(-0.05, 0.05)),
-        "command": ObsTermCfg(func=obs.velocity_command, params={"command_name": "twist"}),
+        "command": ObsTermCfg(func=obs.generated_commands, params={"command_name": COMMAND}),
         "joint_pos": ObsTermCfg(func=obs.joint_pos_rel, noise=n(-0.01, 0.01)),
         "joint_vel": ObsTermCfg(func=obs.joint_vel, noise=n(-1.5, 1.5)),
         "actions": ObsTermCfg(func=obs.last_action),
@@ -79,29 +56,29 @@ def _policy_terms(noisy: bool) -> dict[str, ObsTermCfg]:
 
 
 def _fused_rewards() -> dict[str, RewardTermCfg]:
-    return {"velocity": RewardTermCfg(func=rew.velocity_rewards, weights=dict(WEIGHTS), params={
-        "command_name": "twist", "std_lin_vel": math.sqrt(0.25), "std_ang_vel": math.sqrt(0.5),
-        "std_upright": math.sqrt(0.2), "torso_body": "torso_link", "posture": POSTURE, "soft_factor": 0.9,
-        "feet": FEET, "contact_height": CONTACT_HEIGHT, "air_time_threshold": 0.4, "command_threshold": 0.1})}
+    return {"velocity": RewardTermCfg(func=vel_rew.velocity_rewards, weights=dict(WEIGHTS), params={
+        "command_name": COMMAND, "std_lin_vel": math.sqrt(0.25), "std_ang_vel": math.sqrt(0.5),
+        "std_upright": math.sqrt(0.2), "torso_body": TORSO, "posture": POSTURE, "soft_factor": 0.9,
+        "sensor_name": "feet", "air_time_threshold": 0.4, "command_threshold": 0.1})}
 
 
 def _unfused_rewards() -> dict[str, RewardTermCfg]:
     w = WEIGHTS
-    feet = {"bodies": FEET, "contact_height": CONTACT_HEIGHT, "command_threshold": 0.1}
+    feet = {"sensor_name": "feet", "command_name": COMMAND, "command_threshold": 0.1}
     return {
-        "track_lin_vel": RewardTermCfg(func=rew.track_lin_vel, weight=w["track_lin_vel"],
-                                       params={"std": math.sqrt(0.25), "command_name": "twist"}),
-        "track_ang_vel": RewardTermCfg(func=rew.track_ang_vel, weight=w["track_ang_vel"],
-                                       params={"std": math.sqrt(0.5), "command_name": "twist"}),
-        "upright": RewardTermCfg(func=rew.upright, weight=w["upright"],
-                                 params={"std": math.sqrt(0.2), "body": "torso_link"}),
-        "posture": RewardTermCfg(func=rew.posture, weight=w["posture"], params={"command_name": "twist", **POSTURE}),
-        "body_ang_vel": RewardTermCfg(func=rew.body_ang_vel_xy, weight=w["body_ang_vel"], params={"body": "torso_link"}),
+        "track_lin_vel": RewardTermCfg(func=vel_rew.track_lin_vel, weight=w["track_lin_vel"],
+                                       params={"std": math.sqrt(0.25), "command_name": COMMAND}),
+        "track_ang_vel": RewardTermCfg(func=vel_rew.track_ang_vel, weight=w["track_ang_vel"],
+                                       params={"std": math.sqrt(0.5), "command_name": COMMAND}),
+        "upright": RewardTermCfg(func=rew.upright, weight=w["upright"], params={"std": math.sqrt(0.2), "body": TORSO}),
+        "posture": RewardTermCfg(func=vel_rew.posture, weight=w["posture"],
+                                 params={"command_name": COMMAND, **POSTURE}),
+        "body_ang_vel": RewardTermCfg(func=rew.body_ang_vel_xy, weight=w["body_ang_vel"], params={"body": TORSO}),
         "action_rate": RewardTermCfg(func=rew.action_rate_l2, weight=w["action_rate"]),
         "joint_limits": RewardTermCfg(func=rew.joint_pos_limits, weight=w["joint_limits"], params={"soft_factor": 0.9}),
-        "feet_air_time": RewardTermCfg(func=rew.feet_air_time, weight=w["feet_air_time"],
+        "feet_air_time": RewardTermCfg(func=vel_rew.feet_air_time, weight=w["feet_air_time"],
                                        params={**feet, "threshold": 0.4}),
-        "foot_slip": RewardTermCfg(func=rew.foot_slip, weight=w["foot_slip"], params=feet),
+        "foot_slip": RewardTermCfg(func=vel_rew.foot_slip, weight=w["foot_slip"], params=feet),
         "alive": RewardTermCfg(func=rew.alive, weight=w["alive"]),
         "terminated": RewardTermCfg(func=rew.is_terminated, weight=w["terminated"]),
     }
@@ -112,11 +89,12 @@ def g1_walk_flat() -> EnvCfg:
         scene=g1_scene_path,
         decimation=4,
         episode_length_s=20.0,
-        reset_keyframe="knees_bent",
+        reset_keyframe=RESET_KEYFRAME,
         actions=ActionCfg(scale=action_scale(), use_default_offset=True),
-        commands={"twist": VelocityCommandCfg(lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5), ang_vel_z=(-1.0, 1.0),
-                                              resampling_time_range_s=(3.0, 8.0), standing_fraction=0.1,
-                                              heading_command=False)},
+        sensors={"feet": SensorCfg(func=FeetContact, params={"bodies": FEET, "contact_height": CONTACT_HEIGHT})},
+        commands={COMMAND: UniformVelocityCommandCfg(lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5),
+                                                     ang_vel_z=(-1.0, 1.0), resampling_time_range_s=(3.0, 8.0),
+                                                     standing_fraction=0.1, heading_command=False)},
         observations={
             "policy": ObsGroupCfg(terms=_policy_terms(noisy=True), enable_corruption=True),
             "critic": ObsGroupCfg(terms={
@@ -124,8 +102,7 @@ def g1_walk_flat() -> EnvCfg:
                 "base_lin_vel": ObsTermCfg(func=obs.base_lin_vel),
                 "base_height": ObsTermCfg(func=obs.base_height),
                 "feet_height": ObsTermCfg(func=obs.body_height, params={"bodies": FEET}),
-                "feet_contact": ObsTermCfg(func=obs.feet_contact,
-                                           params={"bodies": FEET, "contact_height": CONTACT_HEIGHT}),
+                "feet_contact": ObsTermCfg(func=vel_obs.feet_contact, params={"sensor_name": "feet"}),
             }, enable_corruption=False),
         },
         rewards=_fused_rewards(),
@@ -141,8 +118,8 @@ def g1_walk_flat() -> EnvCfg:
             "push": EventTermCfg(func=ev.push_by_velocity, mode="interval", interval_range_s=(5.0, 10.0),
                                  params={"velocity_range": {"x": (-0.5, 0.5), "y": (-0.5, 0.5)}}),
         },
-        curriculum={"command_ranges": CurriculumTermCfg(func=cur.command_range_stages, params={
-            "command_name": "twist",
+        curriculum={"command_ranges": CurriculumTermCfg(func=vel_cur.command_range_stages, params={
+            "command_name": COMMAND,
             "stages": [{"step": 0, "lin_vel_x": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0)},
                        {"step": 120_000, "lin_vel_x": (-1.5, 2.0)}]})},
     )
@@ -160,7 +137,7 @@ def g1_walk_flat_dr() -> EnvCfg:
     cfg = g1_walk_flat()
     cfg.events["friction"] = EventTermCfg(func=ev.randomize_friction, mode="startup", params={"range": (0.5, 1.25)})
     cfg.events["torso_mass"] = EventTermCfg(func=ev.randomize_body_mass, mode="startup",
-                                            params={"bodies": ["torso_link"], "range": (0.9, 1.1)})
+                                            params={"bodies": [TORSO], "range": (0.9, 1.1)})
     return cfg
 
 

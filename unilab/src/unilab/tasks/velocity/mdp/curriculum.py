@@ -1,16 +1,22 @@
-"""Curriculum terms."""
+"""Curriculum of the velocity task."""
 
 from __future__ import annotations
 
+from unilab.tasks.velocity.mdp.commands import UniformVelocityCommand
+
 
 class command_range_stages:
-    """Widen velocity command ranges at env-step milestones (mjlab's commands_vel).
+    """Widen a velocity command's ranges at env-step milestones (mjlab's commands_vel).
 
     params: command_name, stages = [{"step": int, "lin_vel_x": (lo, hi), ...}, ...].
     Decided on the host step counter, so it never reads the device."""
 
     def __init__(self, cfg, env) -> None:
-        self.command = env.command_manager.terms[cfg.params.get("command_name", "twist")]
+        name = cfg.params["command_name"]
+        self.command = env.command_manager.term(name, "command_range_stages")
+        if not isinstance(self.command, UniformVelocityCommand):
+            raise ValueError(f"command {name!r} is a {type(self.command).__name__}; "
+                             "command_range_stages sets the ranges of a UniformVelocityCommand")
         self.stages = sorted(cfg.params["stages"], key=lambda s: s["step"])
         for stage in self.stages:
             unknown = set(stage) - {"step", "lin_vel_x", "lin_vel_y", "ang_vel_z"}

@@ -1,0 +1,1 @@
+"""Robot configurations of the velocity task, one folder per robot."""

@@ -1,0 +1,1 @@
+"""Terms of the velocity-tracking task."""

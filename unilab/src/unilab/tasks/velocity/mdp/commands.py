@@ -1,0 +1,119 @@
+"""The velocity command: body-frame twist (vx, vy, yaw rate) resampled every few seconds.
+
+Resampling on timers is sync-free: every step draws candidates for all envs and
+``torch.where`` keeps the ones whose timer expired, so no row list (host sync) is
+needed. Reset rows resample the same way through ``reset(done_mask)``, from the same
+step's candidates. Standing envs get a zero command; heading envs replace the yaw rate
+with a clipped P-controller on a sampled heading (re-evaluated every step from the
+current yaw).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+from pydantic import Field
+
+from unilab.config import CommandTermCfg, Range
+from unilab.managers.command import CommandTerm
+from unilab.math import wrap_to_pi
+
+
+class UniformVelocityCommand(CommandTerm):
+    """Metrics: ``lin_vel_error`` (norm of the planar velocity error, m/s) and
+    ``ang_vel_error`` (yaw-rate error, rad/s), mean over envs, of the state physics just
+    reached against the command the policy acted on."""
+
+    metric_names = ("lin_vel_error", "ang_vel_error")
+
+    def __init__(self, cfg: UniformVelocityCommandCfg, env) -> None:
+        super().__init__(cfg, env)
+        n, dev = env.num_envs, env.device
+        self.command = torch.zeros(n, 3, device=dev)
+        self.sampled = torch.zeros(n, 3, device=dev)
+        self.time_left = torch.zeros(n, device=dev)
+        self.is_standing = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.is_heading = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.heading_target = torch.zeros(n, device=dev)
+        self._candidates: tuple[torch.Tensor, ...] | None = None
+        self.set_ranges(cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z)
+
+    def set_ranges(self, lin_vel_x=None, lin_vel_y=None, ang_vel_z=None) -> None:
+        """Curriculum hook: new ranges apply to the next resample."""
+        cfg = self.cfg
+        ranges = [lin_vel_x or cfg.lin_vel_x, lin_vel_y or cfg.lin_vel_y, ang_vel_z or cfg.ang_vel_z]
+        self.ranges = tuple(tuple(map(float, r)) for r in ranges)
+        dev = self.env.device
+        self.lo = torch.tensor([r[0] for r in self.ranges], device=dev)
+        self.width = torch.tensor([r[1] - r[0] for r in self.ranges], device=dev)
+
+    def metrics(self) -> torch.Tensor:
+        r = self.env.robot
+        err = self.command - torch.cat((r.root_lin_vel_b[:, :2], r.root_ang_vel_b[:, 2:]), dim=1)
+        return torch.stack((torch.linalg.vector_norm(err[:, :2], dim=1).mean(), err[:, 2].abs().mean()))
+
+    def _draw(self, n: int) -> tuple[torch.Tensor, ...]:
+        """Candidate samples for ``n`` rows: (twist, standing, heading env, heading, period)."""
+        g, dev, cfg = self.env.rng, self.env.device, self.cfg
+        u = torch.rand(n, 7, generator=g, device=dev)
+        twist = self.lo + self.width * u[:, :3]
+        standing = u[:, 3] < cfg.standing_fraction
+        heading_env = (u[:, 4] < cfg.heading_fraction) if cfg.heading_command else torch.zeros_like(standing)
+        h0, h1 = cfg.heading_range
+        heading = h0 + (h1 - h0) * u[:, 5]
+        t0, t1 = cfg.resampling_time_range_s
+        period = t0 + (t1 - t0) * u[:, 6]
+        return twist, standing, heading_env, heading, period
+
+    def step(self, dt: float) -> None:
+        self.time_left -= dt
+        expired = self.time_left <= 0.0
+        # One set of candidates per step serves both the expired rows here and the rows
+        # that reset later in the step (a row doing both just keeps the same sample).
+        self._candidates = self._draw(self.env.num_envs)
+        self._keep_candidates_where(expired)
+        self._update()
+
+    def _keep_candidates_where(self, rows: torch.Tensor) -> None:
+        twist, standing, heading_env, heading, period = self._candidates
+        self.sampled = torch.where(rows[:, None], twist, self.sampled)
+        self.is_standing = torch.where(rows, standing, self.is_standing)
+        self.is_heading = torch.where(rows, heading_env, self.is_heading)
+        self.heading_target = torch.where(rows, heading, self.heading_target)
+        self.time_left = torch.where(rows, period, self.time_left)
+
+    def _update(self) -> None:
+        cmd = self.sampled
+        if self.cfg.heading_command:
+            err = wrap_to_pi(self.heading_target - self.env.robot.heading_w)
+            yaw_rate = (self.cfg.heading_stiffness * err).clamp(*self.ranges[2])
+            cmd = torch.cat((cmd[:, :2], torch.where(self.is_heading, yaw_rate, cmd[:, 2]).unsqueeze(1)), dim=1)
+        self.command = cmd * (~self.is_standing).unsqueeze(1)
+
+    def reset(self, done: torch.Tensor) -> None:
+        """Resample the ``done`` rows (masked: this step's candidates, no row list)."""
+        if self._candidates is None:  # a reset outside step (env.reset)
+            self._candidates = self._draw(self.env.num_envs)
+        self._keep_candidates_where(done)
+        self._candidates = None
+
+    def refresh(self) -> None:
+        """Recompute ``command`` after a reset wrote new state (heading depends on yaw)."""
+        self._update()
+
+
+class UniformVelocityCommandCfg(CommandTermCfg):
+    """Ranges are (low, high) per axis: vx, vy (m/s), yaw rate (rad/s)."""
+
+    type: Literal["uniform_velocity"] = "uniform_velocity"
+    term_class: ClassVar[type] = UniformVelocityCommand
+    lin_vel_x: Range = (-1.0, 1.0)
+    lin_vel_y: Range = (-0.5, 0.5)
+    ang_vel_z: Range = (-1.0, 1.0)
+    resampling_time_range_s: Range = (3.0, 8.0)
+    standing_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
+    heading_command: bool = False  # yaw rate from a P-controller on a sampled heading
+    heading_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
+    heading_stiffness: float = 0.5
+    heading_range: Range = (-3.14159, 3.14159)

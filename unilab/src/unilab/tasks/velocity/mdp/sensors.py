@@ -1,0 +1,46 @@
+"""Sensors of the velocity task."""
+
+from __future__ import annotations
+
+import torch
+from unisim import Feature
+
+
+class FeetContact:
+    """Per-foot contact and air/contact timers, read by the gait rewards and the critic.
+
+    Contact is a height proxy (foot body origin below ``contact_height``): on flat ground
+    it needs only body views, which every backend publishes. ``contact`` is derived from
+    the current state (so after a reset it shows the new state); the timers advance once
+    per env step in ``update`` and restart at zero for rows starting an episode.
+
+    params: bodies (the feet), contact_height (m)."""
+
+    def __init__(self, cfg, env) -> None:
+        env.robot.require("FeetContact", (Feature.BODY_VIEWS,))
+        self.robot = env.robot
+        bodies = tuple(cfg.params["bodies"])
+        self.idx = torch.tensor([env.robot.body_index(b, "FeetContact") for b in bodies], device=env.device)
+        self.height = float(cfg.params["contact_height"])
+        self.step_dt = env.step_dt
+        n, f = env.num_envs, len(bodies)
+        self.air_time = torch.zeros(n, f, device=env.device)
+        self.contact_time = torch.zeros(n, f, device=env.device)
+        self._cache_key = ("feet_contact", id(self))
+
+    @property
+    def contact(self) -> torch.Tensor:
+        return self.robot.cached(self._cache_key, lambda: self.robot.body_pos_w[:, self.idx, 2] < self.height)
+
+    def foot_lin_vel_xy(self) -> torch.Tensor:
+        return self.robot.body_lin_vel_w[:, self.idx, :2]
+
+    def update(self, env) -> None:
+        contact = self.contact
+        self.air_time = torch.where(contact, 0.0, self.air_time + self.step_dt)
+        self.contact_time = torch.where(contact, self.contact_time + self.step_dt, 0.0)
+
+    def reset(self, done: torch.Tensor) -> None:
+        mask = done.unsqueeze(1)
+        self.air_time.masked_fill_(mask, 0.0)
+        self.contact_time.masked_fill_(mask, 0.0)
