@@ -1,6 +1,7 @@
 """unisim: the versioned SimBackend contract and its adapters (mujoco, mjwarp, genesis)."""
 
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contacts import ContactAfterReset, ContactFilter, ContactSensorSpec, ContactView
 from unisim.contract import CONTRACT_VERSION, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
@@ -18,7 +19,8 @@ from unisim.scope import backend_scope
 from unisim.views import BackendViews
 
 __all__ = [
-    "CONTRACT_VERSION", "ActuatorInfo", "BackendViews", "BodyInfo", "Capabilities", "ContractViolation",
+    "CONTRACT_VERSION", "ActuatorInfo", "BackendViews", "BodyInfo", "Capabilities", "ContactAfterReset",
+    "ContactFilter", "ContactSensorSpec", "ContactView", "ContractViolation",
     "DataPlane", "Feature", "Inventory", "JointInfo", "Keyframe", "ResetPublication", "SensorInfo",
     "SimBackend", "StateWidths", "backend_scope", "create_backend", "resolve_device",
 ]

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 import torch
 
+from unisim.contacts import ContactAfterReset, ContactFilter
 from unisim.errors import ContractViolation
 
 
@@ -42,6 +43,8 @@ class Feature(str, enum.Enum):
     DETERMINISTIC = "deterministic"
     # set_state_where queues on the device with no host sync (contract 1.1).
     DEVICE_MASKED_RESET = "device_masked_reset"
+    # Contact sensing requested at construction, published in views().contacts (contract 1.3).
+    CONTACT_SENSORS = "contact_sensors"
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ class Capabilities:
             ``geom_friction: (1e-3, 0.0, 0.0)``. ``set_model_field`` refuses lower values when
             validating; a caller that turns validation off must keep to them (unilab's
             model-field events check their ranges against them at construction).
+        contact_filters: the ``ContactFilter`` kinds ``contact_sensors`` requests may use
+            (contract 1.3; empty unless CONTACT_SENSORS). A request for another kind is refused
+            at construction, naming the sensor and this field.
+        contact_after_reset: what contact views hold for rows just written by ``set_state``
+            or ``set_state_where`` (``ContactAfterReset.CLEARED``: zero force, not in contact,
+            until the next step); None exactly when CONTACT_SENSORS is not declared.
     """
 
     data_plane: DataPlane
@@ -70,6 +79,8 @@ class Capabilities:
     sensor_kinds: frozenset[str] = field(default_factory=frozenset)
     model_fields: frozenset[str] = field(default_factory=frozenset)
     model_field_minimums: Mapping[str, tuple[float, ...]] = field(default_factory=dict, hash=False)
+    contact_filters: frozenset[ContactFilter] = field(default_factory=frozenset)
+    contact_after_reset: ContactAfterReset | None = None
 
     def __post_init__(self) -> None:
         def fail(name: str, expected: str, got: object) -> None:
@@ -105,6 +116,17 @@ class Capabilities:
         object.__setattr__(self, "model_field_minimums", MappingProxyType(dict(self.model_field_minimums)))
         if bool(self.sensor_kinds) != (Feature.SENSOR_VIEWS in self.features):
             fail("sensor_kinds", "non-empty exactly when SENSOR_VIEWS is declared", sorted(self.sensor_kinds))
+        if not (isinstance(self.contact_filters, frozenset)
+                and all(isinstance(f, ContactFilter) for f in self.contact_filters)):
+            fail("contact_filters", "a frozenset of ContactFilter", self.contact_filters)
+        has_contacts = Feature.CONTACT_SENSORS in self.features
+        if has_contacts != bool(self.contact_filters):
+            fail("contact_filters", "non-empty exactly when CONTACT_SENSORS is declared",
+                 sorted(f.value for f in self.contact_filters))
+        if self.contact_after_reset is not None and not isinstance(self.contact_after_reset, ContactAfterReset):
+            fail("contact_after_reset", "a ContactAfterReset or None", self.contact_after_reset)
+        if has_contacts != (self.contact_after_reset is not None):
+            fail("contact_after_reset", "set exactly when CONTACT_SENSORS is declared", self.contact_after_reset)
 
     def has(self, feature: Feature) -> bool:
         return feature in self.features

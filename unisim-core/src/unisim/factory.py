@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
+from unisim.contacts import ContactSensorSpec, check_requests
 from unisim.contract import SimBackend
 from unisim.errors import ContractViolation
 from unisim.scope import backend_scope
 
 # Adapter modules are imported on demand so that a missing engine SDK only breaks its own
-# backend. Each module exposes ``make(model, num_envs, device, **options)``.
+# backend. Each module exposes ``make(model, num_envs, device, contact_sensors, **options)``.
 _ADAPTER_MODULES = {
     "mujoco": "unisim.adapters.mujoco_host",
     "mjwarp": "unisim.adapters.mjwarp",
@@ -21,12 +23,15 @@ _ADAPTER_MODULES = {
 
 
 def create_backend(name: str, model: str | Path, num_envs: int, device: str | torch.device | None = None,
-                   **options) -> SimBackend:
+                   contact_sensors: Sequence[ContactSensorSpec] = (), **options) -> SimBackend:
     """Build a backend of ``num_envs`` copies of ``model`` (an MJCF path or XML string).
 
-    ``device=None`` lets the adapter pick its default (see unisim.devices). ``options`` are
-    adapter-specific (e.g. ``nthread`` for mujoco, ``nconmax`` for mjwarp) plus
-    ``validate`` (default True).
+    ``device=None`` lets the adapter pick its default (see unisim.devices).
+    ``contact_sensors`` (contract 1.3) requests contact sensing, published in
+    ``views().contacts`` (see unisim.contacts); a request the adapter cannot serve (an
+    undeclared filter, unknown names, a contradiction) is refused before anything is built.
+    ``options`` are adapter-specific (e.g. ``nthread`` for mujoco, ``nconmax`` for mjwarp)
+    plus ``validate`` (default True).
     """
     scope = backend_scope()
     if name in scope.shelved:
@@ -38,5 +43,6 @@ def create_backend(name: str, model: str | Path, num_envs: int, device: str | to
             f"name: unknown backend {name!r}; valid backends: {list(scope.active)}")
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ContractViolation(f"num_envs: expected an int >= 1, got {num_envs!r}")
+    specs = check_requests(contact_sensors)
     module = importlib.import_module(_ADAPTER_MODULES[name])
-    return module.make(model=model, num_envs=num_envs, device=device, **options)
+    return module.make(model=model, num_envs=num_envs, device=device, contact_sensors=specs, **options)

@@ -11,6 +11,13 @@ from pathlib import Path
 
 import mujoco
 
+from unisim.contacts import (
+    ContactFilter,
+    ContactPlan,
+    ContactSensorSpec,
+    ContactTarget,
+    check_requests,
+)
 from unisim.errors import ContractViolation
 from unisim.inventory import (
     ActuatorInfo,
@@ -120,3 +127,119 @@ def build_inventory(model: mujoco.MjModel) -> Inventory:
         widths=StateWidths(nq=int(model.nq), nv=int(model.nv), nu=int(model.nu)),
         timestep=float(model.opt.timestep), joints=tuple(joints), bodies=bodies,
         actuators=tuple(actuators), sensors=sensors, keyframes=keyframes)
+
+
+# ---- contact sensing (contract 1.3) -----------------------------------------------------
+def resolve_contact_sensors(requests: object, model: mujoco.MjModel, supported: frozenset[ContactFilter],
+                            adapter: str) -> ContactPlan:
+    """Validate ``contact_sensors`` against ``model`` and what the adapter declares.
+
+    Raises ContractViolation naming the sensor and argument before anything is built.
+    """
+    specs = check_requests(requests)
+    body_names = [_name(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in range(model.nbody)]
+    bodies = {name: b for b, name in enumerate(body_names)}
+    geoms = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, g): g for g in range(model.ngeom)}
+    geoms.pop(None, None)
+    body_ids, slices, targets, thresholds = [], [], [], []
+    for spec in specs:
+        where = f"contact_sensors[{spec.name!r}]"
+        if spec.filter not in supported:
+            raise ContractViolation(
+                f"{where}: filter {spec.filter.value!r} is not provided by the {adapter} adapter "
+                f"(capabilities.contact_filters: {sorted(f.value for f in supported)})")
+        ids = tuple(_lookup(bodies, name, f"{where}.bodies", "body") for name in spec.bodies)
+        if 0 in ids:
+            raise ContractViolation(f"{where}.bodies: the world body holds the static scene and is not sensed; "
+                                    "sense the bodies touching it (with_bodies=('world',))")
+        others = _filter_targets(spec, model, ids, bodies, geoms, where)
+        start = len(thresholds)
+        for j, body in enumerate(ids):
+            row = start + j
+            for other in others(body):
+                targets.append(ContactTarget(row=row, body=body, filter=spec.filter, other=other))
+            thresholds.append(spec.force_threshold)
+        body_ids.append(ids)
+        slices.append((start, len(thresholds)))
+    return ContactPlan(specs=specs, body_ids=tuple(body_ids), slices=tuple(slices), targets=tuple(targets),
+                       thresholds=tuple(thresholds))
+
+
+def _lookup(table: dict[str, int], name: str, where: str, what: str) -> int:
+    if name not in table:
+        raise ContractViolation(f"{where}: unknown {what} {name!r}; {what} names: {sorted(table)}")
+    return table[name]
+
+
+def _filter_targets(spec: ContactSensorSpec, model: mujoco.MjModel, ids: tuple[int, ...], bodies: dict[str, int],
+                    geoms: dict[str, int], where: str):
+    """For each sensed body, the ``other`` ids of its targets (see ContactTarget)."""
+    sensed = set(ids)
+    if spec.filter is ContactFilter.BODIES:
+        others = [_lookup(bodies, name, f"{where}.with_bodies", "body") for name in spec.with_bodies]
+        clash = sorted(spec.with_bodies[k] for k, b in enumerate(others) if b in sensed)
+        if clash:
+            raise ContractViolation(f"{where}.with_bodies: {clash} are also sensed bodies; a body has no "
+                                    "contact with itself (use with_self for contacts inside the robot)")
+        return lambda body: others
+    if spec.filter is ContactFilter.GEOMS:
+        others = [_lookup(geoms, name, f"{where}.with_geoms", "geom") for name in spec.with_geoms]
+        clash = sorted(spec.with_geoms[k] for k, g in enumerate(others) if int(model.geom_bodyid[g]) in sensed)
+        if clash:
+            raise ContractViolation(f"{where}.with_geoms: {clash} belong to sensed bodies; a body has no "
+                                    "contact with itself")
+        return lambda body: others
+    if spec.filter is ContactFilter.SELF:
+        return lambda body: [int(model.body_rootid[body])]
+    return lambda body: [-1]
+
+
+_CONTACT_SENSOR_PREFIX = "unisim_contact_"
+_REFTYPE = {ContactFilter.ANY: mujoco.mjtObj.mjOBJ_UNKNOWN, ContactFilter.BODIES: mujoco.mjtObj.mjOBJ_BODY,
+            ContactFilter.GEOMS: mujoco.mjtObj.mjOBJ_GEOM, ContactFilter.SELF: mujoco.mjtObj.mjOBJ_XBODY}
+
+
+def add_contact_sensors(spec: mujoco.MjSpec, model: mujoco.MjModel, plan: ContactPlan) -> None:
+    """Append one MuJoCo ``<contact>`` sensor per target of ``plan`` to ``spec`` (of ``model``).
+
+    Each reads the net force (``data="force" reduce="netforce"``, 3 columns, world frame) of
+    the contacts between the sensed body's own geoms (objtype body) and the target: nothing
+    (ANY), a body's own geoms, a geom, or the subtree of the tree's root (xbody, SELF). MuJoCo
+    orients it as the force the sensed body exerts on the other side: adapters negate it.
+    It is an acceleration-stage sensor, computed from the constraint forces of each step, and
+    appended after the model's own sensors, so their sensordata columns do not move.
+    """
+    spec_bodies = list(spec.bodies)
+    if len(spec_bodies) != model.nbody:
+        raise ContractViolation(f"model: the spec lists {len(spec_bodies)} bodies, the compiled model {model.nbody}")
+
+    def body_name(b: int) -> str:
+        if not spec_bodies[b].name:  # a SELF root may be unnamed; the sensor refers to it by name
+            spec_bodies[b].name = f"{_CONTACT_SENSOR_PREFIX}body_{b}"
+        return spec_bodies[b].name
+
+    for k, target in enumerate(plan.targets):
+        if target.filter is ContactFilter.GEOMS:
+            refname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, target.other)
+        elif target.filter is ContactFilter.ANY:
+            refname = ""
+        else:
+            refname = body_name(target.other)
+        sensor = spec.add_sensor(type=mujoco.mjtSensor.mjSENS_CONTACT, name=f"{_CONTACT_SENSOR_PREFIX}{k}",
+                                 objtype=mujoco.mjtObj.mjOBJ_BODY, objname=body_name(target.body),
+                                 reftype=_REFTYPE[target.filter], refname=refname)
+        sensor.intprm[0] = 1 << int(mujoco.mjtConDataField.mjCONDATA_FORCE)
+        sensor.intprm[1] = 3  # reduce="netforce"
+        sensor.intprm[2] = 1  # num: one slot holds the net force
+        sensor.dim = 3
+
+
+def contact_sensor_columns(model: mujoco.MjModel, plan: ContactPlan) -> list[int]:
+    """First sensordata column of each target's sensor in the compiled ``model``."""
+    cols = []
+    for k in range(len(plan.targets)):
+        s = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, f"{_CONTACT_SENSOR_PREFIX}{k}")
+        if s < 0 or int(model.sensor_dim[s]) != 3:
+            raise ContractViolation(f"model: contact sensor {k} did not compile as a 3-wide net force")
+        cols.append(int(model.sensor_adr[s]))
+    return cols

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
+
+from unisim.contacts import ContactView
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,9 @@ class BackendViews:
     body_lin_vel_w, body_ang_vel_w (N, nbody, 3): world-frame velocity of the body ORIGIN
         (MuJoCo mjOBJ_XBODY, not the centre of mass).
     sensordata (N, nsensordata): MuJoCo sensordata layout.
+    contacts: one ``ContactView`` per ``ContactSensorSpec`` requested at construction, by
+        name (contract 1.3; empty when none was requested). See ``unisim.contacts`` for what
+        the tensors hold after ``step`` and after ``set_state``.
     """
 
     qpos: torch.Tensor
@@ -29,3 +36,7 @@ class BackendViews:
     body_lin_vel_w: torch.Tensor
     body_ang_vel_w: torch.Tensor
     sensordata: torch.Tensor
+    contacts: Mapping[str, ContactView] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "contacts", MappingProxyType(dict(self.contacts)))

@@ -20,6 +20,13 @@ Trade-offs, decided here:
 - ``set_state``: set_dofs_velocity (no forward pass), then set_qpos keeping that velocity,
   both only for ``rows``; set_qpos's forward pass updates link poses and velocities without a
   step, then the views are refreshed, so publication is IMMEDIATE. Genesis keeps no per-env time.
+- Contact sensing (contract 1.3) reads Genesis's own contact forces of the last ``scene.step``:
+  ANY rows from ``get_links_net_contact_force`` (Genesis sums every contact of a link, self
+  contacts included); BODIES and SELF rows from ``get_contacts(is_padded=True)`` (fixed
+  capacity, so no host sync to trim it), each contact's force on its link A/B kept where the
+  other link passes the row's filter. GEOMS is not declared: Genesis renumbers and merges
+  geoms, and MJCF geom names do not survive its importer. Rows written by ``set_state`` are
+  cleared (``ContactAfterReset.CLEARED``); Genesis's force buffers are only read after a step.
 """
 
 from __future__ import annotations
@@ -35,22 +42,32 @@ import torch
 from unisim.adapters.genesis_runtime import build_scene, genesis_backend_for
 from unisim.adapters.link_sensors import SENSOR_KINDS, LinkStateSensors
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contacts import (
+    ContactAfterReset,
+    ContactFilter,
+    ContactPlan,
+    ContactSensorSpec,
+    in_contact_from_force,
+)
 from unisim.contract import Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
+from unisim.mjcf import build_inventory, check_sensor_kinds, load_model, resolve_contact_sensors
 from unisim.views import BackendViews
 
 OPTIONS = ("validate",)
+CONTACT_FILTERS = frozenset({ContactFilter.ANY, ContactFilter.BODIES, ContactFilter.SELF})
 
 
-def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> GenesisBackend:
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
+         contact_sensors: tuple[ContactSensorSpec, ...] = (), **options) -> GenesisBackend:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ContractViolation(f"options: unknown genesis option(s) {unknown}; valid: {list(OPTIONS)}")
     mjmodel = load_model(model)
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "genesis")
     _check_actuators(mjmodel)
+    plan = resolve_contact_sensors(contact_sensors, mjmodel, CONTACT_FILTERS, "genesis")
     resolved = resolve_device(device)
     sensors = LinkStateSensors(mjmodel, resolved)  # refuses what it cannot compute, before any build
     backend = genesis_backend_for(resolved)
@@ -61,11 +78,11 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
             f.write(model)
         try:
             return GenesisBackend(mjmodel, Path(tmp), num_envs, resolved, backend, sensors,
-                                  validate=options.get("validate", True))
+                                  validate=options.get("validate", True), contact_plan=plan)
         finally:
             os.unlink(tmp)
     return GenesisBackend(mjmodel, Path(model), num_envs, resolved, backend, sensors,
-                          validate=options.get("validate", True))
+                          validate=options.get("validate", True), contact_plan=plan)
 
 
 def _check_actuators(model: mujoco.MjModel) -> None:
@@ -88,16 +105,18 @@ class GenesisBackend(SimBackend):
     """``num_envs`` Genesis envs of one MJCF model; see the module docstring."""
 
     def __init__(self, mjmodel: mujoco.MjModel, path: Path, num_envs: int, device: torch.device,
-                 gs_backend: Any, sensors: LinkStateSensors, validate: bool = True) -> None:
+                 gs_backend: Any, sensors: LinkStateSensors, validate: bool = True,
+                 contact_plan: ContactPlan | None = None) -> None:
         super().__init__(num_envs, validate)
         self._inventory = build_inventory(mjmodel)
-        features = {Feature.BODY_VIEWS}
+        features = {Feature.BODY_VIEWS, Feature.CONTACT_SENSORS}
         if mjmodel.nsensor:
             features.add(Feature.SENSOR_VIEWS)
         self._capabilities = Capabilities(
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
-            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset())
+            sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), contact_filters=CONTACT_FILTERS,
+            contact_after_reset=ContactAfterReset.CLEARED)
         self._scene, self._robot = build_scene(mjmodel, path, num_envs, gs_backend)
         self._build_maps(mjmodel, device)
         self._sensors = sensors
@@ -107,7 +126,8 @@ class GenesisBackend(SimBackend):
             qpos=torch.zeros((n, mjmodel.nq), **f32), qvel=torch.zeros((n, mjmodel.nv), **f32),
             body_pos_w=torch.zeros((n, nb, 3), **f32), body_quat_w=torch.zeros((n, nb, 4), **f32),
             body_lin_vel_w=torch.zeros((n, nb, 3), **f32), body_ang_vel_w=torch.zeros((n, nb, 3), **f32),
-            sensordata=torch.zeros((n, mjmodel.nsensordata), **f32))
+            sensordata=torch.zeros((n, mjmodel.nsensordata), **f32),
+            contacts=self._contact_buffers(mjmodel, contact_plan, device))
         self._physics_steps = 0
         self._env_steps = 0
         self._set_state_calls = 0
@@ -167,6 +187,8 @@ class GenesisBackend(SimBackend):
         self._physics_steps += substeps
         self._env_steps += 1
         self._refresh()
+        if self._contact_rows:
+            self._refresh_contacts()
 
     def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         robot = self._robot
@@ -177,6 +199,63 @@ class GenesisBackend(SimBackend):
         robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=rows, zero_velocity=False)
         self._set_state_calls += 1
         self._refresh()
+        self._contact_force.index_fill_(0, rows, 0.0)  # no contact solve has run for the new state
+        self._in_contact.index_fill_(0, rows, False)
+
+    # ---- contacts -----------------------------------------------------------------
+    def _contact_buffers(self, mjmodel: mujoco.MjModel, plan: ContactPlan | None, device: torch.device):
+        """Preallocated contact views and the index tables that fill them (see the module docstring)."""
+        plan = plan if plan is not None else ContactPlan((), (), (), (), ())
+        n, rows = self.num_envs, plan.rows
+        self._contact_rows = rows
+        self._contact_force = torch.zeros((n, rows, 3), dtype=torch.float32, device=device)
+        self._in_contact = torch.zeros((n, rows), dtype=torch.bool, device=device)
+        self._contact_thresholds = torch.tensor(plan.thresholds, dtype=torch.float32, device=device)
+        as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)
+        any_rows = [t for t in plan.targets if t.filter is ContactFilter.ANY]
+        self._any_rows = as_index([t.row for t in any_rows])
+        self._any_links = self._body_perm[as_index([t.body for t in any_rows])] if any_rows else self._any_rows
+        # Filtered rows: sensed MuJoCo body and, per row, which MuJoCo bodies may be the other side.
+        filtered = [t for t in plan.targets if t.filter is not ContactFilter.ANY]
+        by_row: dict[int, set[int]] = {}
+        for t in filtered:
+            if t.filter is ContactFilter.BODIES:
+                by_row.setdefault(t.row, set()).add(t.other)
+            else:  # SELF: every other body of the tree rooted at t.other
+                by_row[t.row] = {b for b in range(mjmodel.nbody)
+                                 if int(mjmodel.body_rootid[b]) == t.other and b != t.body and b != 0}
+        rows_f = sorted(by_row)
+        self._filtered_rows = as_index(rows_f)
+        self._filtered_body = as_index([next(t.body for t in filtered if t.row == r) for r in rows_f])
+        allowed = torch.zeros((mjmodel.nbody, len(rows_f)), dtype=torch.float32, device=device)
+        for j, r in enumerate(rows_f):
+            allowed[sorted(by_row[r]), j] = 1.0
+        self._filtered_allowed = allowed  # (nbody, filtered rows): 1 where that body passes the row's filter
+        # Genesis global link index -> MuJoCo body index.
+        link_to_body = torch.zeros(int(self._body_perm.max()) + 1 + self._robot.link_start, dtype=torch.int64,
+                                   device=device)
+        link_to_body[self._body_perm + self._robot.link_start] = torch.arange(mjmodel.nbody, device=device)
+        self._link_to_body = link_to_body
+        return plan.views(self._contact_force, self._in_contact)
+
+    def _refresh_contacts(self) -> None:
+        force = self._contact_force
+        if self._any_rows.numel():
+            net = self._robot.get_links_net_contact_force()
+            force[:, self._any_rows] = net[:, self._any_links]
+        if self._filtered_rows.numel():
+            c = self._robot.get_contacts(is_padded=True)
+            valid = c["valid_mask"].unsqueeze(-1)  # (N, C, 1)
+            lut = self._link_to_body
+            body_a = lut[c["link_a"].clamp(0, lut.numel() - 1)]
+            body_b = lut[c["link_b"].clamp(0, lut.numel() - 1)]
+            sensed = self._filtered_body
+            # (N, C, rows): the row's body is link A (B) and link B (A) passes its filter.
+            on_a = (body_a.unsqueeze(-1) == sensed) * self._filtered_allowed[body_b] * valid
+            on_b = (body_b.unsqueeze(-1) == sensed) * self._filtered_allowed[body_a] * valid
+            force[:, self._filtered_rows] = (torch.einsum("ncr,ncd->nrd", on_a, c["force_a"])
+                                             + torch.einsum("ncr,ncd->nrd", on_b, c["force_b"]))
+        in_contact_from_force(force, self._contact_thresholds, self._in_contact)
 
     def _refresh(self) -> None:
         robot, v, bp = self._robot, self._views, self._body_perm

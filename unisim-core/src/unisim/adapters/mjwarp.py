@@ -22,6 +22,13 @@ Trade-offs, decided here:
 - On CUDA the graphs are CUDA graphs (feature GRAPH_CAPTURE). On the CPU warp also records
   and replays launch lists; we use that when it works and fall back to eager launches when
   capture raises, and ``diagnostics()['step_mode']`` says which one runs.
+- Contact sensing (contract 1.3): each requested (body, filter) pair is a MuJoCo ``<contact>``
+  net-force sensor appended to the model after its own sensors, so mujoco_warp evaluates it
+  in every ``mjw.step`` (acceleration stage, from that step's constraint forces; the publish
+  pass does not touch it). The step graph ends with one small kernel that sums each body's
+  targets into ``force_w``/``in_contact`` arrays: everything stays on the device and inside
+  the captured graph. ``set_state``/``set_state_where`` clear the written rows with torch
+  (``ContactAfterReset.CLEARED``), no sync, no physics.
 - Contact/constraint buffers are sized from the model (``default_buffer_sizes``: twice the
   contacts/rows of its resting poses, at least mujoco_warp's defaults) times num_envs unless
   ``nconmax``/``njmax`` are given; overflow is sticky per world in ``d.overflow`` and is
@@ -40,15 +47,25 @@ import warp as wp
 
 from unisim.adapters.warp_support import (
     body_origin_velocity,
+    contact_net_force,
     default_buffer_sizes,
     torch_view,
     warp_device,
 )
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contacts import ContactAfterReset, ContactFilter, ContactPlan, ContactSensorSpec
 from unisim.contract import Mask, Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.mjcf import build_inventory, check_sensor_kinds, load_model
+from unisim.mjcf import (
+    add_contact_sensors,
+    build_inventory,
+    check_sensor_kinds,
+    compile_spec,
+    contact_sensor_columns,
+    load_spec,
+    resolve_contact_sensors,
+)
 from unisim.views import BackendViews
 
 # Kinds whose values are exact after the publish pass (position and velocity stages, no
@@ -71,9 +88,11 @@ MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
 MODEL_FIELD_MINIMUMS = {"geom_friction": (1e-3, 0.0, 0.0)}
 
 OPTIONS = ("nconmax", "njmax", "graph", "validate")
+CONTACT_FILTERS = frozenset(ContactFilter)
 
 
-def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, **options) -> MjWarpBackend:
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
+         contact_sensors: tuple[ContactSensorSpec, ...] = (), **options) -> MjWarpBackend:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ContractViolation(f"options: unknown mjwarp option(s) {unknown}; valid: {list(OPTIONS)}")
@@ -84,10 +103,17 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
     graph = options.get("graph", True)
     if not isinstance(graph, bool):
         raise ContractViolation(f"graph: expected a bool, got {graph!r}")
-    mjmodel = load_model(model)
+    spec = load_spec(model)
+    mjmodel = compile_spec(spec.copy())
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "mjwarp")
-    return MjWarpBackend(mjmodel, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
-                         njmax=options.get("njmax"), graph=graph, validate=options.get("validate", True))
+    plan = resolve_contact_sensors(contact_sensors, mjmodel, CONTACT_FILTERS, "mjwarp")
+    physics = mjmodel
+    if plan.targets:  # the user's model + contact sensors after its own sensors
+        add_contact_sensors(spec, mjmodel, plan)
+        physics = compile_spec(spec)
+    return MjWarpBackend(physics, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
+                         njmax=options.get("njmax"), graph=graph, validate=options.get("validate", True),
+                         user_model=mjmodel, contact_plan=plan)
 
 
 class MjWarpBackend(SimBackend):
@@ -95,9 +121,14 @@ class MjWarpBackend(SimBackend):
 
     def __init__(self, mjmodel: mujoco.MjModel, num_envs: int, device: torch.device, *,
                  nconmax: int | None = None, njmax: int | None = None, graph: bool = True,
-                 validate: bool = True) -> None:
+                 validate: bool = True, user_model: mujoco.MjModel | None = None,
+                 contact_plan: ContactPlan | None = None) -> None:
+        # ``mjmodel`` is what runs (with any contact sensors appended), ``user_model`` the
+        # model as written: inventory and the public sensordata columns.
         super().__init__(num_envs, validate)
-        self._inventory = build_inventory(mjmodel)
+        user_model = mjmodel if user_model is None else user_model
+        plan = contact_plan if contact_plan is not None else ContactPlan((), (), (), (), ())
+        self._inventory = build_inventory(user_model)
         self._has_cameras = mjmodel.ncam > 0
         self._wp_device = warp_device(device)
         self._cuda = device.type == "cuda"
@@ -112,6 +143,7 @@ class MjWarpBackend(SimBackend):
             nbody = mjmodel.nbody
             self._lin_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
             self._ang_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
+            self._contacts = self._contact_arrays(mjmodel, plan, num_envs)
             self._warm_up(mjmodel, nconmax, njmax)
             mjw.forward(self._m, self._d)  # every view authoritative from construction on
             self._publish()
@@ -126,17 +158,24 @@ class MjWarpBackend(SimBackend):
         self._warmstart = wp.to_torch(d.qacc_warmstart)
         self._overflow = wp.to_torch(d.overflow)
         self._fields = {name: wp.to_torch(getattr(self._m, name)) for name in MODEL_FIELDS}
+        # Contact views: zero-copy over the kernel's outputs (empty tensors when none was asked).
+        contacts = self._contacts
+        self._contact_force = (wp.to_torch(contacts["force"]) if contacts else
+                               torch.zeros((num_envs, 0, 3), dtype=torch.float32, device=device))
+        self._in_contact = (wp.to_torch(contacts["in_contact"]) if contacts else
+                            torch.zeros((num_envs, 0), dtype=torch.bool, device=device))
+        sensordata = torch_view(d.sensordata, num_envs, mjmodel.nsensordata)[:, :user_model.nsensordata]
         self._views = BackendViews(
             qpos=self._qpos, qvel=self._qvel,
             body_pos_w=wp.to_torch(d.xpos), body_quat_w=wp.to_torch(d.xquat),
             body_lin_vel_w=wp.to_torch(self._lin_vel), body_ang_vel_w=wp.to_torch(self._ang_vel),
-            sensordata=torch_view(d.sensordata, num_envs, mjmodel.nsensordata))
+            sensordata=sensordata, contacts=plan.views(self._contact_force, self._in_contact))
         self._use_graph = graph
         self._eager_reason: str | None = None if graph else "graph=False was requested"
         self._graphs: dict[int, Any] = {}
         self._publish_graph = self._capture(self._publish) if graph else None
         self._use_graph = self._publish_graph is not None
-        self._capabilities = self._declare(mjmodel, device)
+        self._capabilities = self._declare(user_model, device)
         self._stream_key: int | None = None
         self._stream = None
         self._physics_steps = 0
@@ -146,7 +185,8 @@ class MjWarpBackend(SimBackend):
     def _declare(self, mjmodel: mujoco.MjModel, device: torch.device) -> Capabilities:
         # Declared after the publish graph was captured, so GRAPH_CAPTURE is only claimed
         # when capture really worked on this device.
-        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DEVICE_MASKED_RESET}
+        features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DEVICE_MASKED_RESET,
+                    Feature.CONTACT_SENSORS}
         if mjmodel.nsensor:
             features.add(Feature.SENSOR_VIEWS)
         if self._cuda and self._use_graph:
@@ -159,7 +199,8 @@ class MjWarpBackend(SimBackend):
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
             sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS,
-            model_field_minimums=MODEL_FIELD_MINIMUMS)
+            model_field_minimums=MODEL_FIELD_MINIMUMS, contact_filters=CONTACT_FILTERS,
+            contact_after_reset=ContactAfterReset.CLEARED)
 
     # ---- physics ------------------------------------------------------------------
     def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
@@ -184,6 +225,8 @@ class MjWarpBackend(SimBackend):
         self._act.index_fill_(0, rows, 0.0)
         self._warmstart.index_fill_(0, rows, 0.0)
         self._overflow.index_fill_(0, rows, 0)  # a fresh episode starts without overflow history
+        self._contact_force.index_fill_(0, rows, 0.0)  # no contact solve has run for the new state
+        self._in_contact.index_fill_(0, rows, False)
         self._republish()
 
     def _set_state_where(self, mask: Mask, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
@@ -195,6 +238,8 @@ class MjWarpBackend(SimBackend):
         self._act.masked_fill_(rows, 0.0)
         self._warmstart.masked_fill_(rows, 0.0)
         self._overflow.masked_fill_(mask, 0)
+        self._contact_force.masked_fill_(rows.unsqueeze(2), 0.0)
+        self._in_contact.masked_fill_(rows, False)
         self._republish()
 
     def _republish(self) -> None:
@@ -245,6 +290,36 @@ class MjWarpBackend(SimBackend):
         for _ in range(substeps):
             mjw.step(self._m, self._d)
         self._publish()
+        if self._contacts:
+            self._publish_contacts(self._d, self._contacts["force"], self._contacts["in_contact"])
+
+    def _publish_contacts(self, d, force: wp.array, in_contact: wp.array) -> None:
+        """Sum the last substep's contact sensors of ``d`` into ``force``/``in_contact``."""
+        c = self._contacts
+        wp.launch(contact_net_force, dim=(d.nworld, c["rows"]),
+                  inputs=[d.sensordata, c["target_col"], c["row_start"], c["threshold"]],
+                  outputs=[force, in_contact])
+
+    @staticmethod
+    def _contact_arrays(mjmodel: mujoco.MjModel, plan: ContactPlan, num_envs: int) -> dict[str, Any]:
+        """Index tables and output arrays of the contact kernel; empty when nothing was asked."""
+        if not plan.targets:
+            return {}
+        cols = contact_sensor_columns(mjmodel, plan)
+        order = sorted(range(len(plan.targets)), key=lambda k: plan.targets[k].row)  # targets grouped by row
+        starts = [0] * (plan.rows + 1)
+        for target in plan.targets:
+            starts[target.row + 1] += 1
+        for r in range(plan.rows):
+            starts[r + 1] += starts[r]
+        return {
+            "rows": plan.rows,
+            "target_col": wp.array([cols[k] for k in order], dtype=wp.int32),
+            "row_start": wp.array(starts, dtype=wp.int32),
+            "threshold": wp.array(list(plan.thresholds), dtype=float),
+            "force": wp.zeros((num_envs, plan.rows), dtype=wp.vec3),
+            "in_contact": wp.zeros((num_envs, plan.rows), dtype=wp.bool),
+        }
 
     def _publish(self) -> None:
         """Recompute every derived view from qpos/qvel (no integration, no collision)."""
@@ -275,6 +350,9 @@ class MjWarpBackend(SimBackend):
         wp.launch(body_origin_velocity, dim=(1, m.nbody),
                   inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
                   outputs=[wp.zeros((1, m.nbody), dtype=wp.vec3), wp.zeros((1, m.nbody), dtype=wp.vec3)])
+        if self._contacts:  # the contact kernel too, into one-world scratch outputs
+            rows = self._contacts["rows"]
+            self._publish_contacts(scratch, wp.zeros((1, rows), dtype=wp.vec3), wp.zeros((1, rows), dtype=wp.bool))
 
     def _capture(self, body) -> Any:
         try:

@@ -18,6 +18,13 @@ one host->device copy of the packed buffer per step (pinned memory).
 
 Acceleration-stage sensors (accelerometer, force, torque, touch...) would need a full
 ``mj_forward`` with constraints, ~10x the cost of the publication pass: they are refused.
+
+Contact sensing (contract 1.3) is the exception that costs nothing extra: each requested
+(body, filter) pair becomes a MuJoCo ``<contact>`` net-force sensor appended to the physics
+model (not to the publication model), so ``mujoco.rollout`` computes it inside every physics
+step from that step's constraint forces; the adapter keeps the last substep's row, sums the
+targets of each sensed body and packs the result with the other views (``force_w``, after the
+body views). Rows written by ``set_state`` are cleared (``ContactAfterReset.CLEARED``).
 """
 
 from __future__ import annotations
@@ -33,10 +40,19 @@ import torch
 from mujoco import rollout
 
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
+from unisim.contacts import ContactAfterReset, ContactFilter, ContactSensorSpec, in_contact_from_force
 from unisim.contract import SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.mjcf import build_inventory, check_sensor_kinds, compile_spec, load_spec
+from unisim.mjcf import (
+    add_contact_sensors,
+    build_inventory,
+    check_sensor_kinds,
+    compile_spec,
+    contact_sensor_columns,
+    load_spec,
+    resolve_contact_sensors,
+)
 from unisim.views import BackendViews
 
 SENSOR_KINDS = frozenset({
@@ -45,6 +61,7 @@ SENSOR_KINDS = frozenset({
     "frameangvel", "gyro", "velocimeter", "magnetometer", "clock",
 })
 MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
+CONTACT_FILTERS = frozenset(ContactFilter)
 
 _STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _BODY_FRAME_SENSORS = (  # order of the appended per-body blocks in the publication model
@@ -77,21 +94,30 @@ class MujocoHostBackend(SimBackend):
     """``num_envs`` MuJoCo envs stepped by mujoco.rollout on ``nthread`` CPU threads."""
 
     def __init__(self, model: str | Path, num_envs: int, device: torch.device, nthread: int | None = None,
-                 validate: bool = True) -> None:
+                 validate: bool = True, contact_sensors: tuple[ContactSensorSpec, ...] = ()) -> None:
         super().__init__(num_envs, validate)
         spec = load_spec(model)
-        self._model = compile_spec(spec.copy())
-        check_sensor_kinds(self._model, SENSOR_KINDS, "mujoco")
-        self._inventory = build_inventory(self._model)
+        user_model = compile_spec(spec.copy())  # the model as written: inventory and sensor layout
+        check_sensor_kinds(user_model, SENSOR_KINDS, "mujoco")
+        self._inventory = build_inventory(user_model)
+        plan = resolve_contact_sensors(contact_sensors, user_model, CONTACT_FILTERS, "mujoco")
+        if plan.targets:  # physics model = the user's + contact sensors after its own sensors
+            physics_spec = spec.copy()
+            add_contact_sensors(physics_spec, user_model, plan)
+            self._model = compile_spec(physics_spec)
+        else:
+            self._model = user_model
         body_names = [b.name for b in self._inventory.bodies]
         self._pub_model = _publication_model(spec, self._model.nbody, body_names)
         self._capabilities = Capabilities(
             data_plane=DataPlane.HOST_BRIDGE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE,
-            features=frozenset({Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DETERMINISTIC}
-                               | ({Feature.SENSOR_VIEWS} if self._model.nsensor else set())),
-            sensor_kinds=SENSOR_KINDS if self._model.nsensor else frozenset(),
-            model_fields=MODEL_FIELDS)
+            features=frozenset({Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DETERMINISTIC,
+                                Feature.CONTACT_SENSORS}
+                               | ({Feature.SENSOR_VIEWS} if user_model.nsensor else set())),
+            sensor_kinds=SENSOR_KINDS if user_model.nsensor else frozenset(),
+            model_fields=MODEL_FIELDS, contact_filters=CONTACT_FILTERS,
+            contact_after_reset=ContactAfterReset.CLEARED)
 
         if nthread is None:
             nthread = len(os.sched_getaffinity(0))
@@ -107,7 +133,7 @@ class MujocoHostBackend(SimBackend):
         self._per_env_models = False
 
         m = self._model
-        nq, nv, nbody, nsd = m.nq, m.nv, m.nbody, m.nsensordata
+        nq, nv, nbody, nsd = m.nq, m.nv, m.nbody, user_model.nsensordata
         self._nstate = mujoco.mj_stateSize(m, _STATE_SPEC)
         self._qpos_cols = slice(1, 1 + nq)  # FULLPHYSICS = time | qpos | qvel | act | ...
         self._qvel_cols = slice(1 + nq, 1 + nq + nv)
@@ -121,8 +147,18 @@ class MujocoHostBackend(SimBackend):
         self._pub_state_out = np.empty((num_envs, 1, self._nstate))
         self._pub_sensor_out = np.empty((num_envs, 1, npub))
 
-        # Packed host row: qpos | qvel | sensordata (model's + appended body frames).
-        width = nq + nv + npub
+        # Contact targets -> rows: the last substep's sensor columns of each target, and a
+        # (targets, rows) matrix of -1 that sums them per sensed body, turned to "force ON the
+        # body" (MuJoCo orients the sensor as the force the body exerts).
+        ncontact = plan.rows
+        cols = contact_sensor_columns(self._model, plan) if plan.targets else []
+        self._contact_cols = np.array([c + i for c in cols for i in range(3)], dtype=np.int64)
+        self._contact_sum = np.zeros((len(cols), ncontact))
+        for k, target in enumerate(plan.targets):
+            self._contact_sum[k, target.row] = -1.0
+
+        # Packed host row: qpos | qvel | sensordata (model's + appended body frames) | contact forces.
+        width = nq + nv + npub + 3 * ncontact
         pin = device.type == "cuda"
         self._host = torch.zeros((num_envs, width), dtype=torch.float32, pin_memory=pin)
         self._host_np = self._host.numpy()
@@ -133,11 +169,16 @@ class MujocoHostBackend(SimBackend):
         for w in (3, 4, 3, 3):
             body.append(p[:, start:start + nbody * w].unflatten(1, (nbody, w)))
             start += nbody * w
+        self._contact_start = nq + nv + npub
+        self._contact_force = p[:, self._contact_start:].unflatten(1, (ncontact, 3))
+        self._in_contact = torch.zeros((num_envs, ncontact), dtype=torch.bool, device=device)
+        self._contact_thresholds = torch.tensor(plan.thresholds, dtype=torch.float32, device=device)
         self._views = BackendViews(
             qpos=p[:, :nq], qvel=p[:, nq:nq + nv], body_pos_w=body[0], body_quat_w=body[1],
-            body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd])
+            body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd],
+            contacts=plan.views(self._contact_force, self._in_contact))
         self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0}
-        self._publish(np.arange(num_envs))
+        self._publish(np.arange(num_envs))  # contacts start cleared
 
     def diagnostics(self) -> dict[str, Any]:
         return {"nthread": self._nthread, "per_env_models": self._per_env_models,
@@ -157,7 +198,7 @@ class MujocoHostBackend(SimBackend):
                            state=states, sensordata=sensors, skip_checks=True)
         self._state[:] = states[:, -1]
         self._stats["physics_steps"] += substeps
-        self._publish(None)
+        self._publish(None, sensors[:, -1])
 
     def _set_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         idx = rows.detach().to("cpu").numpy()
@@ -167,8 +208,9 @@ class MujocoHostBackend(SimBackend):
         self._stats["set_state_calls"] += 1
         self._publish(idx)
 
-    def _publish(self, idx: np.ndarray | None) -> None:
-        """Recompute derived quantities of all rows (idx None) or of ``idx``, then transfer."""
+    def _publish(self, idx: np.ndarray | None, contact_sensordata: np.ndarray | None = None) -> None:
+        """Recompute derived quantities of all rows (idx None, after a step whose last substep's
+        sensordata is ``contact_sensordata``) or of ``idx`` (written rows), then transfer."""
         state = self._state if idx is None else self._state[idx]
         n = state.shape[0]
         # Friction and mass writes do not change kinematics, so one publication model serves all.
@@ -176,24 +218,34 @@ class MujocoHostBackend(SimBackend):
                            state=self._pub_state_out[:n], sensordata=self._pub_sensor_out[:n],
                            skip_checks=True)
         self._stats["publication_passes"] += 1
-        m = self._model
+        m, c0 = self._model, self._contact_start
         if idx is None:
             host = self._host_np
             host[:, :m.nq] = state[:, self._qpos_cols]
             host[:, m.nq:m.nq + m.nv] = state[:, self._qvel_cols]
-            host[:, m.nq + m.nv:] = self._pub_sensor_out[:, 0]
+            host[:, m.nq + m.nv:c0] = self._pub_sensor_out[:, 0]
+            if self._contact_cols.size:  # forces of the last substep's constraint solve
+                raw = contact_sensordata[:, self._contact_cols].reshape(self.num_envs, -1, 3)
+                host[:, c0:] = np.einsum("nkd,kr->nrd", raw, self._contact_sum).reshape(self.num_envs, -1)
             if self._public is not self._host:
                 # Async from pinned memory: the next step's ctrl.to("cpu") is a blocking copy
                 # on the same stream, so this transfer has finished before the host buffer is
                 # rewritten by the next physics step.
                 self._public.copy_(self._host, non_blocking=True)
+            self._publish_in_contact()
             return
+        # Written rows: no contact solve has run for the new state, so contacts are cleared.
         rows_np = np.concatenate([state[:, self._qpos_cols], state[:, self._qvel_cols],
-                                  self._pub_sensor_out[:n, 0]], axis=1)
+                                  self._pub_sensor_out[:n, 0], np.zeros((n, self._host_np.shape[1] - c0))], axis=1)
         self._host_np[idx] = rows_np
         if self._public is not self._host:
             rows_t = torch.from_numpy(idx).to(self.device)
             self._public.index_copy_(0, rows_t, torch.from_numpy(rows_np.astype(np.float32)).to(self.device))
+        self._publish_in_contact()
+
+    def _publish_in_contact(self) -> None:
+        if self._in_contact.shape[1]:
+            in_contact_from_force(self._contact_force, self._contact_thresholds, self._in_contact)
 
     # ---- model fields -----------------------------------------------------------------
     def _model_field(self, name: str) -> torch.Tensor:
@@ -216,9 +268,11 @@ class MujocoHostBackend(SimBackend):
         self._pool.close()
 
 
-def make(model: str | Path, num_envs: int, device: str | torch.device | None = None, nthread: int | None = None,
+def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
+         contact_sensors: tuple[ContactSensorSpec, ...] = (), nthread: int | None = None,
          validate: bool = True) -> MujocoHostBackend:
     # Physics is on the CPU regardless; ``device`` is where the published tensors live.
     # A HOST_BRIDGE backend defaults to cpu so a bare call never touches a GPU.
     resolved = torch.device("cpu") if device is None else resolve_device(device)
-    return MujocoHostBackend(model, num_envs, resolved, nthread=nthread, validate=validate)
+    return MujocoHostBackend(model, num_envs, resolved, nthread=nthread, validate=validate,
+                             contact_sensors=contact_sensors)
