@@ -46,7 +46,7 @@ ifeq ($(DEVICE),cuda)
 		--genesis-envs 1024,4096,8192 --out docs/perf/latest-backend-cuda.json
 	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --out docs/perf/latest-env-mjwarp-4096.json
 	for algo in flashsac fastsac; do $(VENV)/bin/unilab-bench collector --backend mjwarp --num-envs 4096 \
-		--device cuda --algo $$algo --gpu-walk-preset replay_capacity_per_env=64 \
+		--device cuda --algo $$algo --preset gpu_walk replay_capacity_per_env=64 \
 		--json docs/perf/latest-collector-$$algo-mjwarp-4096.json || exit 1; done
 else
 	$(VENV)/bin/unilab-bench backend-host --model $(G1_SCENE) --num-envs 64,1024 --out docs/perf/latest-backend-mujoco.json

@@ -20,6 +20,7 @@ class PointMassEnv:
         self.action_dim = 1
         self.max_episode_length = max_episode_length
         self.step_dt = 0.1
+        self.metric_names = ("fake_phase_ms",)
         self.generator = torch.Generator().manual_seed(seed)
         self.position = torch.zeros(num_envs)
         self.velocity = torch.zeros(num_envs)

@@ -176,7 +176,7 @@ def test_bench_starts_from_the_gpu_walk_preset_and_still_learns_at_once(tmp_path
     small = ["actor_width=16", "critic_width=16", "actor_blocks=1", "critic_blocks=1", "critic_bins=21",
              "compile=false", "replay_capacity_per_env=1100"]
     argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.2",
-            "--samples", "1", "--json", str(record_path), "--gpu-walk-preset", *small]
+            "--samples", "1", "--json", str(record_path), "--preset", "gpu_walk", *small]
     assert bench_cli.main(argv, factory=fake_factory) == 0
     record = json.loads(record_path.read_text())
     assert record["algo_config"]["batch_size"] == 8192  # from the preset
@@ -239,7 +239,7 @@ def test_a_collector_step_on_mjwarp_makes_no_host_sync():
     from unilab_rl.collector import Collector
     from unilab_rl.contract import EnvSpec
     from unilab_rl.replay import ReplayBuffer
-    from unilab_rl.timing import PhaseTimer
+    from unilab_rl.timing import SampledPhaseTimer
     from unisim.host_sync import HostSyncProbe
 
     factory, _ = train_cli.default_env_factory()
@@ -249,7 +249,7 @@ def test_a_collector_step_on_mjwarp_makes_no_host_sync():
         _, config, agent = tiny_agent("flashsac", env=env)
         replay = ReplayBuffer(spec.num_envs, 16, spec.observation_spec, spec.action_dim, config.n_step, config.gamma,
                               spec.device)
-        collector = Collector(env, spec, agent, replay, PhaseTimer(spec.device, sample_every=10**6))
+        collector = Collector(env, spec, agent, replay, SampledPhaseTimer(spec.device, sample_every=10**6))
         collector.step()  # the first step also checks the env's output once
         with HostSyncProbe() as probe:
             for _ in range(3):
@@ -257,3 +257,23 @@ def test_a_collector_step_on_mjwarp_makes_no_host_sync():
         assert probe.syncs == [] and probe.kernel_op_count > 0
     finally:
         env.close()
+
+
+def test_a_run_reports_its_goals_on_the_metrics_it_logs(tmp_path, capsys):
+    out = tmp_path / "run"
+    goals = ["--goal", "collector/episode_length_fraction>0.5", "--goal", "env/fake_phase_ms<0.5"]
+    assert run_train(base_args(out) + [*TINY_TOKENS, "max_episode_length=10", *goals]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["goals"] == ["collector/episode_length_fraction>0.5", "env/fake_phase_ms<0.5"]
+    assert summary["goal_values_at_end"] == {"collector/episode_length_fraction": pytest.approx(1.0, abs=0.5),
+                                             "env/fake_phase_ms": 1.0}
+    assert summary["goals_met_at_end"] is False and summary["first_goals_met_wall_s"] is None  # 1.0 is not < 0.5
+    assert "not met at the end" in capsys.readouterr().out
+
+
+def test_a_goal_on_a_metric_the_env_does_not_declare_is_bad_input(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + [*TINY_TOKENS, "--goal", "env/metrics/nope<1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown metric 'env/metrics/nope'" in err and "env/fake_phase_ms" in err
+    assert not (out / "metrics.jsonl").exists()

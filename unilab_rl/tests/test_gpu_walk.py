@@ -1,55 +1,76 @@
-"""The GPU preset run is launched by the lead on an H200; here: its command and its summary."""
+"""Presets and goals are data: gpu_walk is unilab-train --preset gpu_walk; goals are read
+from whatever the run logs, under the names their sources give."""
 
 import json
 
+import pytest
 from unilab_rl.cli import gpu_walk
+from unilab_rl.cli import train as train_cli
+from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
+from unilab_rl.presets import PRESETS
+
+LENGTH, ERROR = "collector/episode_length_fraction", "env/metrics/twist/lin_vel_error"
 
 
-def test_gpu_walk_runs_flashsac_on_mjwarp_with_the_preset_and_summarizes(tmp_path, monkeypatch):
+def test_gpu_walk_is_the_preset_through_unilab_train(tmp_path, monkeypatch):
     captured = {}
-
-    def fake_train(argv):
-        captured["argv"] = argv
-        curve = {"max_episode_length": 1000, "points": [
-            {"wall_s": 60.0, "env_steps": 1, "env_episode_length": 300.0, "lin_vel_tracking_error": 0.6},
-            {"wall_s": 400.0, "env_steps": 2, "env_episode_length": 950.0, "lin_vel_tracking_error": 0.2},
-        ]}
-        (tmp_path / "curve.json").write_text(json.dumps(curve))
-        return 0
-
-    monkeypatch.setattr(gpu_walk.train_cli, "main", fake_train)
-    assert gpu_walk.main(["--out", str(tmp_path), "compile=true"]) == 0
+    monkeypatch.setattr(gpu_walk.train_cli, "main", lambda argv: captured.setdefault("argv", argv) and 0)
+    assert gpu_walk.main(["--out", str(tmp_path), "--algo", "fastsac", "compile=false"]) == 0
     argv = captured["argv"]
-    assert argv[argv.index("--backend") + 1] == "mjwarp" and argv[argv.index("--algo") + 1] == "flashsac"
-    assert argv[argv.index("--num-envs") + 1] == "4096"
-    assert "batch_size=8192" in argv and argv[-1] == "compile=true"
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["goal_met_at_end"] is True and summary["first_goal_wall_s"] == 400.0
+    assert argv[:2] == ["--preset", "gpu_walk"] and argv[-3:] == ["--algo", "fastsac", "compile=false"]
+    assert argv[argv.index("--summary-json") + 1] == str(tmp_path / "summary.json")
 
 
-def test_goal_needs_both_long_episodes_and_low_tracking_error():
-    assert not gpu_walk.goal_met({"env_episode_length": 950.0, "lin_vel_tracking_error": 0.3}, 1000)
-    assert not gpu_walk.goal_met({"env_episode_length": 800.0, "lin_vel_tracking_error": 0.1}, 1000)
-    assert gpu_walk.goal_met({"env_episode_length": 901.0, "lin_vel_tracking_error": 0.24}, 1000)
+def test_a_preset_fills_what_the_command_line_leaves_unset():
+    args = train_cli.build_parser().parse_intermixed_args(["--preset", "gpu_walk", "--num-envs", "8", "gamma=0.9",
+                                                           "--goal", "collector/episode_return>1"])
+    train_cli.apply_preset(args)
+    preset = PRESETS["gpu_walk"]
+    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "flashsac", 9.0)
+    assert args.num_envs == 8  # the flag wins
+    assert args.overrides[-1] == "gamma=0.9" and "batch_size=8192" in args.overrides  # the override wins (last)
+    assert args.goal == [*preset.goals, "collector/episode_return>1"]
 
 
-def test_intervals_without_ended_episodes_keep_the_last_measured_length():
-    curve = {"max_episode_length": 1000, "points": [
-        {"wall_s": 1.0, "env_episodes_ended": 50, "env_episode_length": 980.0, "lin_vel_tracking_error": 0.2},
-        {"wall_s": 2.0, "env_episodes_ended": 0, "env_episode_length": 0.0, "lin_vel_tracking_error": 0.2},
-    ]}
-    summary = gpu_walk.summarize(curve)
-    assert summary["goal_met_at_end"] and summary["final"]["env_episode_length"] == 980.0
+def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
+    args = train_cli.build_parser().parse_intermixed_args([])
+    train_cli.apply_preset(args)
+    assert (args.task, args.backend, args.algo, args.num_envs) == ("g1_walk_flat", "mujoco", "flashsac", 64)
+    args = train_cli.build_parser().parse_intermixed_args(["--preset", "walk_fast"])
+    with pytest.raises(train_cli.UsageError, match=r"unknown preset 'walk_fast'; valid: \['gpu_walk'\]"):
+        train_cli.apply_preset(args)
+
+
+@pytest.mark.parametrize("text", ["loss", "a<b", "a<inf", "<0.3", "a=3"])
+def test_a_malformed_goal_is_refused_naming_it(text):
+    with pytest.raises(GoalError, match="--goal"):
+        Goal.parse(text)
+
+
+def test_a_goal_on_a_metric_that_is_never_logged_lists_the_logged_ones():
+    with pytest.raises(GoalError, match=r"unknown metric 'env/metrics/twist/lin_vel_eror'; logged metrics: \["):
+        check_known([Goal.parse("env/metrics/twist/lin_vel_eror<0.25")], [LENGTH, ERROR])
+
+
+def test_goals_need_every_metric_and_carry_a_metric_through_intervals_that_lack_it():
+    tracker = GoalTracker([Goal.parse(f"{LENGTH}>0.9"), Goal.parse(f"{ERROR}<0.25")])
+    tracker.observe(60.0, {LENGTH: 0.3, ERROR: 0.6})
+    tracker.observe(100.0, {LENGTH: 0.95, ERROR: 0.3})  # long episodes, poor tracking: not met
+    assert tracker.first_met_wall_s is None
+    tracker.observe(400.0, {LENGTH: 0.95, ERROR: 0.2})
+    tracker.observe(500.0, {ERROR: 0.21})  # no episode ended in this interval: its length carries
+    summary = tracker.summary()
+    assert summary["first_goals_met_wall_s"] == 400.0 and summary["goals_met_at_end"] is True
+    tracker.observe(600.0, {ERROR: 0.4})
+    assert tracker.summary()["goals_met_at_end"] is False and tracker.summary()["first_goals_met_wall_s"] == 400.0
 
 
 def test_the_summary_gives_the_median_rate_of_the_intervals_that_learned():
-    curve = {"max_episode_length": 1000, "points": [
-        {"wall_s": 1.0, "updates": 0, "env_steps_per_s": 900.0, "env_steps_per_s_all_ranks": 1800.0},
-        {"wall_s": 2.0, "updates": 10, "env_steps_per_s": 100.0, "env_steps_per_s_all_ranks": 200.0},
-        {"wall_s": 3.0, "updates": 20, "env_steps_per_s": 500.0, "env_steps_per_s_all_ranks": 1000.0},
-        {"wall_s": 4.0, "updates": 30, "env_steps_per_s": 520.0, "env_steps_per_s_all_ranks": 1040.0},
-    ]}
-    summary = gpu_walk.summarize(curve)
+    tracker = GoalTracker([])
+    for updates, rate in ((0, 900.0), (10, 100.0), (20, 500.0), (30, 520.0)):
+        tracker.observe(1.0, {"progress/updates": updates, "perf/env_steps_per_s": rate,
+                              "perf/env_steps_per_s_all_ranks": 2 * rate})
+    summary = tracker.summary()
     assert summary["median_env_steps_per_s_learning"] == 500.0
     assert summary["median_env_steps_per_s_all_ranks_learning"] == 1000.0
-    assert "median_env_steps_per_s_learning" not in gpu_walk.summarize({"points": [curve["points"][0]]})
+    assert json.dumps(summary)  # a JSON document

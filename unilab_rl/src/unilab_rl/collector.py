@@ -7,6 +7,9 @@ Quarantine: a row whose reward, observation or final observation is non-finite i
 with zeros and ``valid=False`` (the replay never samples it and cuts the n-step windows that
 would read through it), its observation is zeroed before the policy sees it, and it is
 counted. Dropping rows instead of the whole step keeps one broken env from stalling training.
+
+Episode return and length are computed here, once, for any env under the contract (from the
+rewards and done flags it returns); the env reports what its terms declare (``metric_names``).
 """
 
 from __future__ import annotations
@@ -24,12 +27,17 @@ from unilab_rl.contract import (
     check_step_output,
 )
 from unilab_rl.replay import ReplayBuffer
-from unilab_rl.timing import PhaseTimer
+from unilab_rl.timing import SampledPhaseTimer
+
+# What ``flush`` reports (the episode keys only for intervals in which episodes ended).
+COLLECTOR_METRICS = ("collector/episodes", "collector/episode_return", "collector/episode_length",
+                     "collector/episode_length_fraction", "collector/quarantined_rows_total",
+                     "collector/quarantined_steps_total")
 
 
 class Collector:
     def __init__(self, env: RunnerEnv, spec: EnvSpec, agent: OffPolicyAgent,
-                 replay: ReplayBuffer | None, timer: PhaseTimer) -> None:
+                 replay: ReplayBuffer | None, timer: SampledPhaseTimer) -> None:
         self.env = env
         self.spec = spec
         self.agent = agent
@@ -115,6 +123,7 @@ class Collector:
         if episodes > 0:
             stats["collector/episode_return"] = return_sum / episodes
             stats["collector/episode_length"] = length_sum / episodes
+            stats["collector/episode_length_fraction"] = length_sum / episodes / self.spec.max_episode_length
         for key, total in self.env_log_sums.items():
             stats[f"env_log/{key}"] = float(total) / max(self.env_log_count, 1)
         self.finished_return_sum.zero_()

@@ -2,7 +2,7 @@
 
 The unilab Manager runtime provides it (``unilab.make_manager_based_rl_env``); the runners,
 replay and algorithms in this package consume it and never import unilab. The machine-readable
-manifest is contracts/env_runner/v1.toml; tests/test_contract_manifest.py fails when the
+manifest is contracts/env_runner/v1.json; tests/test_contract_manifest.py fails when the
 Protocols below and that manifest drift apart without a version bump.
 
 Semantics in one place (the manifest repeats them per member):
@@ -16,7 +16,9 @@ Semantics in one place (the manifest repeats them per member):
   pre-reset final observation of those rows is in ``info["final_obs"]`` (full-size groups,
   only the done rows are meaningful).
 - ``info["log"]`` (optional): dict of on-device scalar tensors, read at most once per log
-  interval. ``flush_metrics()`` is the one host sync per interval.
+  interval. ``flush_metrics()`` is the one host sync per interval; ``metric_names`` (1.1) are
+  the names it reports, declared by the env's task, so a runner can show and check them
+  without knowing any task.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-ENV_RUNNER_CONTRACT_VERSION = "1.0.0"
+ENV_RUNNER_CONTRACT_VERSION = "1.1.0"
 
 __all__ = [
     "CRITIC_GROUP", "ENV_RUNNER_CONTRACT_VERSION", "INFO_FINAL_OBS", "INFO_LOG", "POLICY_GROUP", "REQUIRED_GROUPS",
@@ -58,6 +60,7 @@ class RunnerEnv(Protocol):
     action_dim: int
     max_episode_length: int
     step_dt: float
+    metric_names: tuple[str, ...]
 
     def reset(self) -> Observation: ...
 
@@ -129,6 +132,7 @@ class EnvSpec:
     action_dim: int
     max_episode_length: int
     step_dt: float
+    metric_names: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: RunnerEnv) -> EnvSpec:
@@ -139,6 +143,7 @@ class EnvSpec:
             action_dim=env.action_dim,
             max_episode_length=env.max_episode_length,
             step_dt=env.step_dt,
+            metric_names=tuple(env.metric_names),
         )
         spec.validate()
         return spec
@@ -150,6 +155,8 @@ class EnvSpec:
                 raise ContractViolation(f"env.{name}: expected an int >= 1, got {value!r}")
         if not (isinstance(self.step_dt, float | int) and self.step_dt > 0):
             raise ContractViolation(f"env.step_dt: expected a float > 0, got {self.step_dt!r}")
+        if not all(isinstance(n, str) and n for n in self.metric_names):
+            raise ContractViolation(f"env.metric_names: expected non-empty strings, got {self.metric_names!r}")
         missing = [g for g in REQUIRED_GROUPS if g not in self.observation_spec]
         if missing:
             raise ContractViolation(

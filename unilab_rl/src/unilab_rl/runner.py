@@ -21,7 +21,7 @@ from unilab_rl.checkpoint import capture_rng_state, restore_rng_state, save_chec
 from unilab_rl.collector import Collector
 from unilab_rl.contract import EnvSpec, OffPolicyAgent, RunnerEnv
 from unilab_rl.replay import ReplayBuffer
-from unilab_rl.timing import PhaseTimer
+from unilab_rl.timing import SampledPhaseTimer
 
 
 class RunnerConfig(BaseModel):
@@ -75,7 +75,7 @@ class OffPolicyRunner:
         self.out_dir = out_dir
         self.sink = sink
         self.config = runner_config or RunnerConfig()
-        self.timer = PhaseTimer(self.spec.device, self.config.timing_sample_every)
+        self.timer = SampledPhaseTimer(self.spec.device, self.config.timing_sample_every)
         obs_dtype = torch.bfloat16 if algo_config.replay_obs_dtype == "bfloat16" else torch.float32
         self.replay = ReplayBuffer(
             self.spec.num_envs, algo_config.replay_capacity_per_env, self.spec.observation_spec,

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import torch
 
 
-class PhaseTimer:
+class SampledPhaseTimer:
     def __init__(self, device: torch.device, sample_every: int = 10) -> None:
         self.device = device
         self.sample_every = max(1, sample_every)

@@ -22,10 +22,10 @@ from typing import Any
 import torch
 
 from unilab_rl.algorithms import build_agent, lookup
-from unilab_rl.cli.gpu_walk import preset_for
 from unilab_rl.cli.overrides import split_overrides, validated
 from unilab_rl.cli.train import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
+from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 
 
@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
     collector.add_argument("--samples", type=int, default=3)
     collector.add_argument("--json", type=Path, help="write the JSON record here")
-    collector.add_argument("--gpu-walk-preset", action="store_true",
-                           help="start from the overrides gpu_walk trains this algorithm with")
+    collector.add_argument("--preset", choices=sorted(PRESETS),
+                           help="start from the overrides this training preset trains the algorithm with")
     collector.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
@@ -81,8 +81,8 @@ def summarize(values: list[float]) -> dict[str, float]:
 def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
     algorithm = lookup(args.algo)
     split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
-    preset = split_overrides(preset_for(args.algo) if args.gpu_walk_preset else [], algorithm.config_class,
-                             RunnerConfig)
+    tuned = lookup_preset(args.preset).overrides_for(args.algo) if args.preset else []
+    preset = split_overrides(tuned, algorithm.config_class, RunnerConfig)
     # Learning starts after one batch (the preset's learning_starts included) so the "learn"
     # mode is learning from its first sample; the command line still wins.
     config = validated(algorithm.config_class, {**preset.algo, "learning_starts": 0}, split.algo, "algorithm")

@@ -1,35 +1,46 @@
 """Where training metrics go: TensorBoard, a JSON-lines log, and an optional learning curve.
 
-The curve file is rewritten atomically at every log interval, so a run killed by a time
-limit still leaves a valid curve of everything it reached.
+Everything is logged under the names its source gives (``collector/...``, ``perf/...``,
+``env/<name>`` for what the env's task declares). The curve and the status line keep the
+runner's few headline numbers plus every metric the task declares under ``metrics/``; no
+task's metric is named here. The curve file is rewritten atomically at every log interval,
+so a run killed by a time limit still leaves a valid curve of everything it reached.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# The curve keeps the few numbers that decide whether the G1 walks, under short names.
+# The runner's headline numbers, under short names in the curve.
 CURVE_KEYS = {
     "collector/episode_return": "episode_return",
     "collector/episode_length": "episode_length",
-    "env/episode_return": "env_episode_return",
-    "env/episode_length": "env_episode_length",
-    "env/episodes": "env_episodes_ended",
-    "env/vel_error_xy": "lin_vel_tracking_error",
-    "env/vel_error_yaw": "ang_vel_tracking_error",
+    "collector/episode_length_fraction": "episode_length_fraction",
+    "collector/episodes": "episodes_ended",
     "perf/env_steps_per_s": "env_steps_per_s",
     "perf/env_steps_per_s_all_ranks": "env_steps_per_s_all_ranks",
     "progress/updates": "updates",
 }
+TASK_METRICS_PREFIX = "env/metrics/"  # what the task's terms declare; kept as "metrics/..."
+
+
+def shown_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """The headline numbers and the task's declared metrics, under their curve names."""
+    shown = {short: metrics[key] for key, short in CURVE_KEYS.items() if key in metrics}
+    shown.update({key.removeprefix("env/"): v for key, v in metrics.items() if key.startswith(TASK_METRICS_PREFIX)})
+    return shown
 
 
 class TrainingSink:
     def __init__(self, out_dir: Path, curve_path: Path | None = None, header: dict[str, Any] | None = None,
-                 tensorboard: bool = True, print_every_s: float | None = None) -> None:
+                 tensorboard: bool = True, print_every_s: float | None = None,
+                 on_write: Callable[[float, dict[str, float]], None] | None = None) -> None:
         self.out_dir = out_dir
+        self.on_write = on_write  # e.g. a goal tracker: (wall_s, metrics) of every interval
         # Without a progress bar (batch jobs), a status line every print_every_s seconds.
         self.print_every_s = print_every_s
         self.last_print_s = float("-inf")
@@ -51,6 +62,8 @@ class TrainingSink:
     def write(self, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
         if self.world_size > 1 and "perf/env_steps_per_s" in metrics:
             metrics = {**metrics, "perf/env_steps_per_s_all_ranks": metrics["perf/env_steps_per_s"] * self.world_size}
+        if self.on_write is not None:
+            self.on_write(wall_s, metrics)
         record = {"env_steps": env_steps, "wall_s": round(wall_s, 3), **metrics}
         self.jsonl.write(json.dumps(record) + "\n")
         self.jsonl.flush()
@@ -60,12 +73,12 @@ class TrainingSink:
                 self.writer.add_scalar(f"wall_clock/{key}", value, int(wall_s * 1000))
         if self.print_every_s is not None and wall_s - self.last_print_s >= self.print_every_s:
             self.last_print_s = wall_s
-            shown = {short: round(metrics[key], 3) for key, short in CURVE_KEYS.items() if key in metrics}
-            print(f"[{wall_s:7.1f}s] env_steps={env_steps} " + " ".join(f"{k}={v}" for k, v in shown.items()),
+            shown = shown_metrics(metrics)
+            print(f"[{wall_s:7.1f}s] env_steps={env_steps} " + " ".join(f"{k}={v:.4g}" for k, v in shown.items()),
                   flush=True)
         if self.curve_path is not None:
             point = {"wall_s": round(wall_s, 3), "env_steps": env_steps}
-            point.update({short: metrics[key] for key, short in CURVE_KEYS.items() if key in metrics})
+            point.update(shown_metrics(metrics))
             self.curve["points"].append(point)
             write_json_atomic(self.curve_path, self.curve)
 

@@ -6,6 +6,12 @@ changes nothing on disk.
 
 Exit codes: 0 done, 2 bad input, 130 interrupted (SIGINT; a checkpoint was saved first).
 
+Presets and goals: ``--preset NAME`` starts from a named preset (task, backend, env count,
+budget, tuned overrides, goals; see unilab_rl.presets); flags and overrides given here win.
+``--goal 'NAME<VALUE'`` (repeatable, added to the preset's) names a logged metric to watch;
+the run's ``summary.json`` says when all goals were first met and whether they held at the
+end. Goals never stop a run.
+
 Several GPUs: ``unilab-train --nproc N ...``, which launches ``torchrun --nproc-per-node=N -m
 unilab_rl.cli.train ...`` (one process per GPU, each with its own envs and replay, seeds offset
 by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distributed).
@@ -21,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +37,11 @@ from unilab_rl import distributed
 from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
+from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
+from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
 
 EXIT_BAD_INPUT = 2
@@ -39,8 +49,35 @@ EXIT_INTERRUPTED = 130
 EXIT_DIVERGED = 3
 
 
+DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64}
+RUNNER_METRICS = ("perf/env_steps_per_s", "perf/env_steps_per_s_all_ranks", "progress/updates")
+
+
 class UsageError(ValueError):
     pass
+
+
+def apply_preset(args: argparse.Namespace) -> None:
+    """Fill what the command line left unset from ``--preset`` (then the defaults); the
+    preset's overrides go first so the command line's win, its goals join ``--goal``."""
+    preset = None
+    if args.preset is not None:
+        try:
+            preset = lookup_preset(args.preset)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    for key, default in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, getattr(preset, key) if preset is not None else default)
+    if preset is None:
+        return
+    if args.steps is None and args.minutes is None:
+        args.minutes = preset.minutes
+    try:
+        args.overrides = [*preset.overrides_for(args.algo), *args.overrides]
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    args.goal = [*preset.goals, *args.goal]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,10 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Overrides: key=value. Keys naming an algorithm config field (or algo.<field>) set the "
                "algorithm, runner.<field> the runner, anything else is an env override "
                "(e.g. rewards.alive.weight=2).")
-    parser.add_argument("--task", default="g1_walk_flat")
-    parser.add_argument("--backend", default="mujoco")
-    parser.add_argument("--algo", default="flashsac", help=f"one of: {', '.join(sorted(ALGORITHMS))}")
-    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--preset", help=f"start from a named preset: {', '.join(sorted(PRESETS))}")
+    parser.add_argument("--task", help=f"registered task (default {DEFAULTS['task']})")
+    parser.add_argument("--backend", help=f"simulator backend (default {DEFAULTS['backend']})")
+    parser.add_argument("--algo", help=f"one of: {', '.join(sorted(ALGORITHMS))} (default {DEFAULTS['algo']})")
+    parser.add_argument("--num-envs", type=int, help=f"parallel envs (default {DEFAULTS['num_envs']})")
     parser.add_argument("--device", default=None, help="torch device; default: the env decides")
     parser.add_argument("--seed", type=int, default=0)
     budget = parser.add_mutually_exclusive_group()
@@ -61,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("runs/train"), help="run directory")
     parser.add_argument("--resume", type=Path, help="checkpoint to continue from")
     parser.add_argument("--curve-json", type=Path, help="also write the learning curve (wall-clock) here")
+    parser.add_argument("--summary-json", type=Path, help="where the run summary goes (default: OUT/summary.json)")
+    parser.add_argument("--goal", action="append", default=[], metavar="'NAME<VALUE'",
+                        help="a logged metric and threshold to report on (repeatable)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-tensorboard", action="store_true")
     parser.add_argument("--torch-threads", type=int, default=None,
@@ -151,7 +192,8 @@ def check_out_dir_writable(out: Path) -> None:
 
 
 def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) -> dict[str, Any]:
-    """Validate everything that can be validated without building the env."""
+    """Apply the preset, then validate everything that can be validated without building the env."""
+    apply_preset(args)
     if args.num_envs < 1:
         raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
     if args.steps is not None and args.steps < 1:
@@ -160,6 +202,10 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
         raise UsageError(f"--minutes must be > 0, got {args.minutes}")
     if args.task not in tasks:
         raise UsageError(f"unknown task {args.task!r}; valid: {', '.join(tasks)}")
+    try:
+        goals = [Goal.parse(text) for text in args.goal]
+    except GoalError as error:
+        raise UsageError(str(error)) from None
     algorithm = lookup(args.algo)
     split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
     document = None
@@ -179,10 +225,11 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
         if args.curve_json is not None:
             check_out_dir_writable(args.curve_json.parent)
     return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
-            "document": document}
+            "document": document, "goals": goals}
 
 
 def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
+    started = time.perf_counter()
     rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
     is_main = rank is None or rank.is_main
     plan = prepare(args, tasks, check_out=is_main)
@@ -198,8 +245,13 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
     except (ValueError, KeyError) as error:  # unknown backend / bad env override: the factory says why
         raise UsageError(str(error)) from None
     sink = agent = None
+    tracker = GoalTracker(plan["goals"])
     try:
         spec = EnvSpec.from_env(env)
+        try:  # a goal on a metric this run never logs is a typo: refuse it before training
+            check_known(plan["goals"], [*COLLECTOR_METRICS, *RUNNER_METRICS, *(f"env/{n}" for n in spec.metric_names)])
+        except GoalError as error:
+            raise UsageError(str(error)) from None
         apply_thread_policy(spec.device, args.torch_threads)
         if rank is not None:
             distributed.start(rank, spec.device)
@@ -214,7 +266,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
                       "algo_config": plan["algo_config"].model_dump(), "env_overrides": plan["env_overrides"],
                       "command": " ".join(sys.argv)}
             sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard,
-                                print_every_s=30.0 if args.no_progress else None)
+                                print_every_s=30.0 if args.no_progress else None, on_write=tracker.observe)
             sink.set_max_episode_length(spec.max_episode_length)
         identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
         runner = OffPolicyRunner(env, agent, plan["algo_config"], identity, args.out if is_main else None, sink,
@@ -243,7 +295,15 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
             drop_update_graphs(agent)  # before the process group they captured collectives of
         distributed.stop()
     if is_main:
-        _print_summary(result)
+        from unilab_rl.cli.metrics_sink import write_json_atomic
+
+        summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
+                   "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
+                   "interrupted": result.interrupted,
+                   "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
+                   **tracker.summary()}
+        write_json_atomic(args.summary_json or args.out / "summary.json", summary)
+        _print_summary(result, tracker)
     # A rank's interrupt is the launcher's to report (torchrun counts non-zero as a failure).
     return EXIT_INTERRUPTED if result.interrupted and rank is None else 0
 
@@ -265,13 +325,17 @@ def _stop_then_default(runner: OffPolicyRunner, previous: Any) -> None:
     print("\nunilab-train: interrupt received; saving a checkpoint and stopping", file=sys.stderr)
 
 
-def _print_summary(result: Any) -> None:
-    metrics = result.last_metrics
+def _print_summary(result: Any, tracker: GoalTracker) -> None:
+    from unilab_rl.cli.metrics_sink import shown_metrics
+
     parts = [f"env_steps={result.env_steps}", f"updates={result.updates}", f"wall={result.wall_s:.1f}s"]
-    for key in ("collector/episode_return", "collector/episode_length", "env/vel_error_xy"):
-        if key in metrics:
-            parts.append(f"{key.split('/')[-1]}={metrics[key]:.3f}")
+    parts += [f"{k}={v:.3f}" for k, v in shown_metrics(tracker.last).items()]
     print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
+    if tracker.goals:
+        when = tracker.first_met_wall_s
+        print(f"unilab-train: goals {', '.join(map(str, tracker.goals))}: "
+              + ("met at the end" if tracker.all_met() else "not met at the end")
+              + ("" if when is None else f", first met at {when:.1f} s"))
     if result.checkpoint is not None:
         print(f"unilab-train: checkpoint {result.checkpoint}")
 
