@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import torch
-
-from unilab import bench
+from unilab_bench import env_step as bench
 
 
 def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
@@ -34,11 +33,11 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
 def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():
     from traceback import FrameSummary
 
-    stack = [FrameSummary("/src/unilab/bench.py", 10, "_host_syncs_per_step"),
+    stack = [FrameSummary("/src/unilab_bench/env_step.py", 10, "_host_syncs_per_step"),
              FrameSummary("/src/unisim/adapters/mjwarp.py", 212, "write_model_field"),
              FrameSummary("/site-packages/torch/cuda/__init__.py", 1270, "synchronize"),
              FrameSummary("/usr/lib/python3.12/warnings.py", 99, "_showwarnmsg"),
-             FrameSummary("/src/unilab/bench.py", 120, "record")]
+             FrameSummary("/src/unilab_bench/env_step.py", 120, "record")]
     assert bench.sync_caller(stack) == "/src/unisim/adapters/mjwarp.py:212 (write_model_field)"
     assert bench.sync_caller(stack[2:]) == "unknown caller"
 

@@ -1,7 +1,7 @@
 """Env-step benchmark: g1_walk_flat (or any owner) next to raw physics of the same scene.
 
-    python -m unilab.bench --backend mujoco --num-envs 1024 --out bench.json
-    python -m unilab.bench --backend mjwarp --num-envs 4096 --device cuda --out FILE
+    python -m unilab_bench.env_step --backend mujoco --num-envs 1024 --out bench.json
+    python -m unilab_bench.env_step --backend mjwarp --num-envs 4096 --device cuda --out FILE
 
 Method (DESIGN.md section 7): one process, one backend; warm up first (compiles, graph
 capture); then ``--samples`` interleaved rounds, each timing ``--steps`` steps of: raw
@@ -32,11 +32,10 @@ from collections import Counter
 from pathlib import Path
 
 import torch
-from unisim import DataPlane
-from unisim.host_sync import HostSyncProbe
-
 from unilab.config import parse_overrides
 from unilab.registry import make_manager_based_rl_env
+from unisim import DataPlane
+from unisim.host_sync import HostSyncProbe
 
 
 def _sync(device: torch.device) -> None:
@@ -262,7 +261,7 @@ def run(args: argparse.Namespace) -> dict:
     if "env_unfused" in summary:
         ratios["fused_vs_unfused"] = summary["env_zero"]["median"] / summary["env_unfused"]["median"]
     record = {
-        "benchmark": "unilab.bench env", "task": args.task, "backend": args.backend, "num_envs": n,
+        "benchmark": "unilab_bench.env_step", "task": args.task, "backend": args.backend, "num_envs": n,
         "device": str(device), "data_plane": env.backend.capabilities.data_plane.value,
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "steps_per_sample": steps, "samples": args.samples, "warmup": args.warmup,
@@ -310,7 +309,7 @@ def _print(record: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(prog="python -m unilab.bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m unilab_bench.env_step", description=__doc__.split("\n")[0])
     p.add_argument("--backend", default="mujoco")
     p.add_argument("--num-envs", type=int, default=256)
     p.add_argument("--device", default=None)

@@ -1,6 +1,6 @@
 """Backend benchmark: raw mujoco_warp graph replay vs the mjwarp adapter, set_state cost, Genesis.
 
-    python -m unisim.bench --model G1_SCENE.xml --device cuda --envs 1024,4096,8192 \
+    python -m unisim_bench.backend --model G1_SCENE.xml --device cuda --envs 1024,4096,8192 \
         --out bench.json [--genesis-envs 1024,4096,8192]
 
 Raw = ``wp.capture_launch`` of a graph of ``substeps`` x ``mjw.step`` on a separate Data of
@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
 import unisim
 
 
@@ -70,7 +69,6 @@ def _raw_mjwarp(model_path: str, num_envs: int, device: torch.device, substeps: 
     import mujoco
     import mujoco_warp as mjw
     import warp as wp
-
     from unisim.adapters.warp_support import default_buffer_sizes, warp_device
 
     mjm = mujoco.MjModel.from_xml_path(model_path)
@@ -243,9 +241,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     fractions = [float(x) for x in args.fractions.split(",")]
     start = time.perf_counter()
     record: dict[str, Any] = {
-        "benchmark": "unisim.bench (mjwarp raw graph vs adapter; set_state; genesis)",
+        "benchmark": "unisim_bench.backend (mjwarp raw graph vs adapter; set_state; genesis)",
         "date_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.executable).name, "-m", "unisim.bench", *(argv or sys.argv[1:])]),
+        "command": " ".join([Path(sys.executable).name, "-m", "unisim_bench.backend", *(argv or sys.argv[1:])]),
         "commit": args.commit or _commit(), "versions": _versions(), "device": str(device),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
         "model": Path(args.model).name, "mjwarp_runs": [], "genesis_runs": [], "skipped": [],

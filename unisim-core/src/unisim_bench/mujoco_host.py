@@ -1,6 +1,6 @@
 """Benchmark: the mujoco adapter's step vs a raw mujoco.rollout loop, same threads, one process.
 
-    python -m unisim.bench_mujoco --model G1_SCENE.xml --num-envs 64,1024 --out FILE.json
+    python -m unisim_bench.mujoco_host --model G1_SCENE.xml --num-envs 64,1024 --out FILE.json
 
 Raw = ``Rollout.rollout`` of ``substeps`` steps per env step with the final state fed back
 (physics only, no derived quantities). Adapter = ``backend.step(ctrl, substeps)``, which
@@ -22,9 +22,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import torch
-from mujoco import rollout
-
 import unisim
+from mujoco import rollout
 
 
 def _raw_runner(model_path: str, num_envs: int, nthread: int, substeps: int):
@@ -134,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         "cores": len(os.sched_getaffinity(0)), "mujoco_version": mujoco.__version__, "torch_version": torch.__version__,
         "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                      text=True).stdout.strip(),
-        "command": "python -m unisim.bench_mujoco " + " ".join(f"--{k.replace('_', '-')} {v}"
+        "command": "python -m unisim_bench.mujoco_host " + " ".join(f"--{k.replace('_', '-')} {v}"
                                                                for k, v in vars(args).items() if v is not None),
         "results": results,
     }

@@ -32,9 +32,9 @@ from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unilab-bench", description="Benchmarks of the training stack.")
     sub = parser.add_subparsers(dest="what", required=True)
-    for name, what in (("env", "Manager env step vs raw physics (python -m unilab.bench --help)"),
-                       ("backend", "mjwarp/genesis adapter vs raw (python -m unisim.bench --help)"),
-                       ("backend-host", "mujoco adapter vs raw rollout (python -m unisim.bench_mujoco --help)")):
+    for name, what in (("env", "Manager env step vs raw physics (python -m unilab_bench.env_step --help)"),
+                       ("backend", "mjwarp/genesis adapter vs raw (python -m unisim_bench.backend --help)"),
+                       ("backend-host", "mujoco adapter vs raw rollout (python -m unisim_bench.mujoco_host --help)")):
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--task", default="g1_walk_flat")
@@ -151,14 +151,14 @@ def _git_commit() -> str:
 
 def _delegated() -> dict[str, Any]:
     """Benchmarks of the lower layers, reachable from one CLI (this is the composition root)."""
-    import unilab.bench
-    import unisim.bench
-    import unisim.bench_mujoco
+    import unilab_bench.env_step
+    import unisim_bench.backend
+    import unisim_bench.mujoco_host
 
     return {
-        "env": unilab.bench.main,  # Manager env step vs raw physics of the same scene
-        "backend": unisim.bench.main,  # mjwarp adapter vs raw graph replay; set_state; genesis
-        "backend-host": unisim.bench_mujoco.main,  # mujoco adapter vs raw mujoco.rollout
+        "env": unilab_bench.env_step.main,  # Manager env step vs raw physics of the same scene
+        "backend": unisim_bench.backend.main,  # mjwarp adapter vs raw graph replay; set_state; genesis
+        "backend-host": unisim_bench.mujoco_host.main,  # mujoco adapter vs raw mujoco.rollout
     }
 
 
