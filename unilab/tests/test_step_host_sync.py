@@ -1,4 +1,4 @@
-"""env.step makes no host sync of its own: resets and pushes included (issue 4).
+"""env.step makes no host sync of its own: resets and pushes included.
 
 The probe (unisim.host_sync) records every dispatched op that makes the host wait; on a
 backend that declares DEVICE_MASKED_RESET nothing in a whole step may appear, and on the

@@ -3,7 +3,7 @@
     python -m unilab_bench.env_step --backend mujoco --num-envs 1024 --out bench.json
     python -m unilab_bench.env_step --backend mjwarp --num-envs 4096 --device cuda --out FILE
 
-Method (DESIGN.md section 7): one process, one backend; warm up first (compiles, graph
+Method (docs/perf/README.md): one process, one backend; warm up first (compiles, graph
 capture); then ``--samples`` interleaved rounds, each timing ``--steps`` steps of: raw
 physics (``backend.step`` alone with the env's last ctrl, from the env's current states,
 which are restored afterwards), the env with a zero policy, the env with a random policy,

@@ -15,7 +15,7 @@ from unilab_rl.contract import ReplayBatch
 from unilab_rl.graphed_updates import CudaGraphUpdates, keep_capturable
 
 # Called with the parameters of one optimizer after backward and before the step; a
-# data-parallel wrapper installs an all-reduce here (see issue 6).
+# data-parallel wrapper installs an all-reduce here (unilab_rl.distributed).
 GradientHook = Callable[[Sequence[nn.Parameter]], None]
 
 

@@ -88,7 +88,7 @@ class OffPolicyRunner:
         self.elapsed_before_resume_s = 0.0
         self.session_started_at: float | None = None
         self.stop_requested = False
-        # Data-parallel seam (issue 6): ranks must stop on the same iteration or a gradient
+        # Data-parallel seam: ranks must stop on the same iteration or a gradient
         # all-reduce would wait forever. Called once per iteration with this process's wish to
         # stop (time budget or request); a wrapper installs e.g. an all-reduce(MAX) of the flag.
         self.stop_consensus: Callable[[bool], bool] | None = None

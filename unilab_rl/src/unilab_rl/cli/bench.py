@@ -1,6 +1,6 @@
 """``unilab-bench collector``: collector env-steps/s without and with learning.
 
-Method (DESIGN.md section 7): same process, env and num_envs for both modes; warm up first
+Method (docs/perf/README.md): same process, env and num_envs for both modes; warm up first
 (replay filled past one batch, kernels compiled, a few updates); then ``--samples``
 interleaved pairs (no-learn, learn) of ``--seconds`` each, device synchronized before every
 clock read; min/median/max reported and written as a JSON record with the command, commit,
