@@ -10,3 +10,5 @@ Every active adapter must pass it on every device it declares. The reference for
 from pathlib import Path
 
 BUILTIN_MODEL = Path(__file__).resolve().parent.parent / "models" / "hopper_arm.xml"
+# Contact sensing (contract 1.3) is checked on this scene whatever --unisim-model says.
+CONTACT_PROBE_MODEL = Path(__file__).resolve().parent.parent / "models" / "contact_probe.xml"

@@ -25,9 +25,13 @@ def _model_param(value: str) -> tuple[str, str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    cfg = metafunc.config
+    if "conformance_backend" in metafunc.fixturenames:  # cases that bring their own model
+        pairs = [(b.strip(), d.strip()) for b in cfg.getoption("--unisim-backend").split(",")
+                 for d in cfg.getoption("--unisim-device").split(",")]
+        metafunc.parametrize("conformance_backend", pairs, ids=[f"{b}-{d}" for b, d in pairs], scope="module")
     if "conformance_case" not in metafunc.fixturenames:
         return
-    cfg = metafunc.config
     cases, ids = [], []
     for backend in cfg.getoption("--unisim-backend").split(","):
         for device in cfg.getoption("--unisim-device").split(","):
