@@ -17,23 +17,32 @@ from unisim.conformance import BUILTIN_MODEL
 
 def rows() -> list[str]:
     lines = ["| backend | data plane | device (cpu run) | selected-reset publication | features | "
-             "sensor kinds | writable model fields |", "|---|---|---|---|---|---|---|"]
+             "sensor kinds | writable model fields | contact filters (rows after set_state) |",
+             "|---|---|---|---|---|---|---|---|"]
     scope = unisim.backend_scope()
     for name in scope.active:
         try:
             backend = unisim.create_backend(name, model=str(BUILTIN_MODEL), num_envs=1, device="cpu")
         except Exception as exc:  # listed, not hidden: the matrix shows what does not build
-            lines.append(f"| {name} | fails to build on cpu: {type(exc).__name__}: {exc} | | | | | |")
+            lines.append(f"| {name} | fails to build on cpu: {type(exc).__name__}: {exc} | | | | | | |")
             continue
         caps = backend.capabilities
         lines.append(" | ".join([
             f"| {name}", caps.data_plane.value, str(caps.device), caps.selected_reset_publication.value,
             ", ".join(sorted(f.value for f in caps.features)), ", ".join(sorted(caps.sensor_kinds)),
-            ", ".join(_with_minimum(f, caps.model_field_minimums) for f in sorted(caps.model_fields)) or "-"]) + " |")
+            ", ".join(_with_minimum(f, caps.model_field_minimums) for f in sorted(caps.model_fields)) or "-",
+            _contacts(caps)]) + " |")
         backend.close()
     lines.append("")
     lines.append(f"Shelved (gated out of this runtime, `create_backend` refuses them): {', '.join(scope.shelved)}.")
     return lines
+
+
+def _contacts(caps: unisim.Capabilities) -> str:
+    if not caps.contact_filters:
+        return "-"
+    filters = ", ".join(sorted(f.value for f in caps.contact_filters))
+    return f"{filters} ({caps.contact_after_reset.value})"
 
 
 def _with_minimum(name: str, minimums) -> str:
