@@ -37,7 +37,23 @@ class UniformVelocityCommand(CommandTerm):
         self.is_heading = torch.zeros(n, dtype=torch.bool, device=dev)
         self.heading_target = torch.zeros(n, device=dev)
         self._candidates: tuple[torch.Tensor, ...] | None = None
+        self.held = False
         self.set_ranges(cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z)
+
+    def hold(self, commands: torch.Tensor | None) -> None:
+        """Evaluation hook: pin every row's command to ``commands`` (N, 3) (no resampling, no
+        standing or heading rows, across resets) until ``hold(None)``."""
+        if commands is None:
+            self.held = False
+            return
+        n = self.env.num_envs
+        if commands.shape != (n, 3):
+            raise ValueError(f"commands: expected shape ({n}, 3), got {tuple(commands.shape)}")
+        self.held = True
+        self.sampled = commands.to(self.env.device, torch.float32).clone()
+        self.is_standing = torch.zeros_like(self.is_standing)
+        self.is_heading = torch.zeros_like(self.is_heading)
+        self._update()
 
     def set_ranges(self, lin_vel_x=None, lin_vel_y=None, ang_vel_z=None) -> None:
         """Curriculum hook: new ranges apply to the next resample."""
@@ -67,6 +83,8 @@ class UniformVelocityCommand(CommandTerm):
         return twist, standing, heading_env, heading, period
 
     def step(self, dt: float) -> None:
+        if self.held:
+            return
         self.time_left -= dt
         expired = self.time_left <= 0.0
         # One set of candidates per step serves both the expired rows here and the rows
@@ -93,6 +111,8 @@ class UniformVelocityCommand(CommandTerm):
 
     def reset(self, done: torch.Tensor) -> None:
         """Resample the ``done`` rows (masked: this step's candidates, no row list)."""
+        if self.held:
+            return
         if self._candidates is None:  # a reset outside step (env.reset)
             self._candidates = self._draw(self.env.num_envs)
         self._keep_candidates_where(done)

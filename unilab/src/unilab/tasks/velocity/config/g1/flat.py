@@ -25,8 +25,10 @@ from unilab.config import (
     SensorCfg,
     TerminationTermCfg,
 )
+from unilab.evaluation import register_evaluation
 from unilab.registry import register_task
 from unilab.tasks.velocity.config.g1.constants import CONTACT_HEIGHT, FEET, POSTURE, RESET_KEYFRAME, TORSO, action_scale
+from unilab.tasks.velocity.evaluation import VelocitySweep, VelocitySweepCfg
 from unilab.tasks.velocity.mdp import curriculum as vel_cur
 from unilab.tasks.velocity.mdp import observations as vel_obs
 from unilab.tasks.velocity.mdp import rewards as vel_rew
@@ -38,6 +40,8 @@ from unilab.terms import rewards as rew
 from unilab.terms import terminations as term
 
 COMMAND = "twist"
+# The command ranges of the curriculum's final stage: what the policy is trained to follow.
+TRAINING_RANGE = ((-1.5, 2.0), (-0.5, 0.5), (-1.0, 1.0))
 WEIGHTS = {"track_lin_vel": 2.0, "track_ang_vel": 2.0, "upright": 1.0, "posture": 1.0, "body_ang_vel": -0.05,
            "action_rate": -0.1, "joint_limits": -1.0, "feet_air_time": 0.5, "foot_slip": -0.1, "alive": 0.5,
            "terminated": -100.0}
@@ -121,7 +125,7 @@ def g1_walk_flat() -> EnvCfg:
         curriculum={"command_ranges": CurriculumTermCfg(func=vel_cur.command_range_stages, params={
             "command_name": COMMAND,
             "stages": [{"step": 0, "lin_vel_x": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0)},
-                       {"step": 120_000, "lin_vel_x": (-1.5, 2.0)}]})},
+                       {"step": 120_000, "lin_vel_x": TRAINING_RANGE[0]}]})},
     )
 
 
@@ -141,6 +145,21 @@ def g1_walk_flat_dr() -> EnvCfg:
     return cfg
 
 
+SWEEP = [
+    (0.5, 0.0, 0.0), (1.0, 0.0, 0.0), (1.5, 0.0, 0.0), (2.0, 0.0, 0.0),   # forward
+    (-0.5, 0.0, 0.0), (-1.0, 0.0, 0.0), (-1.5, 0.0, 0.0),                 # backward
+    (0.0, 0.5, 0.0), (0.0, -0.5, 0.0),                                    # lateral
+    (0.0, 0.0, 0.5), (0.0, 0.0, 1.0), (0.0, 0.0, -1.0),                   # turning in place
+    (1.0, 0.0, 0.5), (1.0, 0.0, -1.0), (0.5, 0.3, 0.0), (-0.5, -0.3, 0.5),  # combinations
+    (0.0, 0.0, 0.0),                                                      # standing
+]
+
+
+def g1_walk_flat_sweep() -> VelocitySweep:
+    return VelocitySweep(VelocitySweepCfg(task="g1_walk_flat_play", command_name=COMMAND, commands=SWEEP,
+                                          training_range=TRAINING_RANGE))
+
+
 def g1_walk_flat_play() -> EnvCfg:
     """Evaluation: no observation noise, no pushes, no curriculum, long episodes."""
     cfg = g1_walk_flat()
@@ -155,3 +174,5 @@ register_task("g1_walk_flat", g1_walk_flat)
 register_task("g1_walk_flat_unfused", g1_walk_flat_unfused)
 register_task("g1_walk_flat_dr", g1_walk_flat_dr)
 register_task("g1_walk_flat_play", g1_walk_flat_play)
+register_evaluation(["g1_walk_flat", "g1_walk_flat_unfused", "g1_walk_flat_dr", "g1_walk_flat_play"],
+                    g1_walk_flat_sweep)

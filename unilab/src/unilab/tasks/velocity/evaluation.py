@@ -1,0 +1,200 @@
+"""The velocity task's evaluation: a sweep of fixed commands, each from a standing start.
+
+Every command of the sweep gets ``envs_per_command`` envs of the play variant. Commands are
+held fixed for the whole run (no resampling, no standing or heading envs); each env starts
+from the owner's reset (keyframe, random yaw, small joint offsets) and runs ``seconds`` of
+deterministic policy. Per command it reports:
+
+- ``fall_rate``: the fraction of its envs that terminated (fell) before the end;
+- ``achieved``: the body-frame (vx, vy, yaw rate) averaged over the measurement window
+  (after ``settle_s``, the acceleration from standing) and over the envs still up;
+- ``lin_vel_error``: per env, the norm of (its mean planar velocity - the command), averaged
+  over the envs still up (``lin_vel_error_worst``: the worst env); ``ang_vel_error`` the same
+  for the yaw rate; ``lin_vel_error_instant``: the per-step planar error averaged over time,
+  which also counts the gait's sway;
+- ``passed``: ``lin_vel_error <= max_lin_vel_error``, ``ang_vel_error <= max_ang_vel_error``
+  and ``fall_rate < max_fall_rate``.
+
+The report passes when every command passes. Every command must lie inside the training
+range (the ranges the command ends its curriculum with), checked when the sweep is built.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from unilab.evaluation import Policy
+from unilab.tasks.velocity.mdp.commands import UniformVelocityCommand
+
+Twist = tuple[float, float, float]
+
+
+class VelocitySweepCfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: str  # the play variant the sweep runs on
+    command_name: str
+    commands: list[Twist] = Field(min_length=1)
+    training_range: tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
+    envs_per_command: int = Field(default=32, ge=1)
+    seconds: float = Field(default=10.0, gt=0.0)
+    settle_s: float = Field(default=2.0, ge=0.0)
+    max_lin_vel_error: float = Field(default=0.25, gt=0.0)
+    max_ang_vel_error: float = Field(default=0.25, gt=0.0)
+    max_fall_rate: float = Field(default=0.02, gt=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _inside_the_training_range(self) -> VelocitySweepCfg:
+        if self.settle_s >= self.seconds:
+            raise ValueError(f"settle_s ({self.settle_s}) must be shorter than seconds ({self.seconds})")
+        for twist in self.commands:
+            for axis, value, (lo, hi) in zip(("vx", "vy", "wz"), twist, self.training_range):
+                if not lo <= value <= hi:
+                    raise ValueError(f"command {twist}: {axis}={value} is outside the training range [{lo}, {hi}]")
+        return self
+
+
+def _literal(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
+
+
+class VelocitySweep:
+    def __init__(self, cfg: VelocitySweepCfg) -> None:
+        self.cfg = cfg
+        self.task = cfg.task
+
+    def num_envs(self) -> int:
+        return len(self.cfg.commands) * self.cfg.envs_per_command
+
+    def with_options(self, options: dict[str, Any]) -> VelocitySweep:
+        """E.g. ``{"envs_per_command": 4, "seconds": 3}``; values may be strings (parsed as
+        literals, as on a command line)."""
+        parsed = {k: _literal(v) for k, v in options.items()}
+        unknown = sorted(set(parsed) - set(VelocitySweepCfg.model_fields))
+        if unknown:
+            raise ValueError(f"evaluation options {unknown} are unknown; valid: {sorted(VelocitySweepCfg.model_fields)}")
+        return VelocitySweep(VelocitySweepCfg.model_validate({**self.cfg.model_dump(), **parsed}))
+
+    @torch.no_grad()
+    def run(self, env: Any, policy: Policy) -> dict[str, Any]:
+        cfg = self.cfg
+        c, e = len(cfg.commands), cfg.envs_per_command
+        if env.num_envs != c * e:
+            raise ValueError(f"env: the sweep needs {c * e} envs ({c} commands x {e}), got {env.num_envs}")
+        term = env.command_manager.term(cfg.command_name, "velocity sweep")
+        if not isinstance(term, UniformVelocityCommand):
+            raise ValueError(f"command {cfg.command_name!r} is a {type(term).__name__}; "
+                             "the velocity sweep holds a UniformVelocityCommand")
+        dev = env.device
+        commands = torch.tensor(cfg.commands, dtype=torch.float32, device=dev).repeat_interleave(e, dim=0)
+        term.hold(commands)
+        try:
+            obs = env.reset()
+            steps = math.ceil(cfg.seconds / env.step_dt - 1e-9)
+            settle = math.ceil(cfg.settle_s / env.step_dt - 1e-9)
+            n = env.num_envs
+            fell = torch.zeros(n, dtype=torch.bool, device=dev)
+            twist_sum = torch.zeros(n, 3, device=dev)
+            instant_err_sum = torch.zeros(n, device=dev)
+            for k in range(steps):
+                obs, _, terminated, _, _ = env.step(policy(obs))
+                fell |= terminated
+                if k >= settle:  # the state physics reached, for rows still up (a fallen row was reset)
+                    robot = env.robot
+                    up = (~fell).unsqueeze(1)
+                    twist = torch.cat((robot.root_lin_vel_b[:, :2], robot.root_ang_vel_b[:, 2:]), dim=1)
+                    twist_sum += twist * up
+                    instant_err_sum += torch.linalg.vector_norm(twist[:, :2] - commands[:, :2], dim=1) * up[:, 0]
+        finally:
+            term.hold(None)
+        window = steps - settle
+        mean_twist = twist_sum / window  # rows that fell are excluded below
+        return self._report(commands, fell, mean_twist, instant_err_sum / window, steps * env.step_dt)
+
+    def _report(self, commands, fell, mean_twist, instant_err, seconds) -> dict[str, Any]:
+        cfg = self.cfg
+        c, e = len(cfg.commands), cfg.envs_per_command
+        up = (~fell).view(c, e)
+        lin_err = torch.linalg.vector_norm(mean_twist[:, :2] - commands[:, :2], dim=1).view(c, e)
+        ang_err = (mean_twist[:, 2] - commands[:, 2]).abs().view(c, e)
+        twist = mean_twist.view(c, e, 3)
+        instant = instant_err.view(c, e)
+        cases = []
+        rows = torch.stack((up.sum(1).float(), *(
+            (x * up).sum(1) for x in (lin_err, ang_err, instant, twist[..., 0], twist[..., 1], twist[..., 2]))),
+            dim=1).tolist()  # one host read for the whole report
+        worst = torch.where(up, lin_err, float("-inf")).amax(dim=1).tolist()
+        for i, (command, row) in enumerate(zip(cfg.commands, rows)):
+            n_up = row[0]
+            mean = (lambda v, n_up=n_up: v / n_up if n_up > 0 else None)
+            case = {
+                "command": list(command),
+                "envs": e,
+                "fall_rate": 1.0 - n_up / e,
+                "achieved": None if n_up == 0 else [mean(row[4]), mean(row[5]), mean(row[6])],
+                "lin_vel_error": mean(row[1]),
+                "lin_vel_error_worst": worst[i] if n_up > 0 else None,
+                "ang_vel_error": mean(row[2]),
+                "lin_vel_error_instant": mean(row[3]),
+            }
+            case["passed"] = (n_up > 0 and case["lin_vel_error"] <= cfg.max_lin_vel_error
+                              and case["ang_vel_error"] <= cfg.max_ang_vel_error
+                              and case["fall_rate"] < cfg.max_fall_rate)
+            cases.append(case)
+        return {
+            "evaluation": "velocity_sweep",
+            "task": cfg.task,
+            "seconds": seconds,
+            "settle_s": cfg.settle_s,
+            "criteria": {"max_lin_vel_error": cfg.max_lin_vel_error, "max_ang_vel_error": cfg.max_ang_vel_error,
+                         "max_fall_rate": cfg.max_fall_rate},
+            "passed": all(case["passed"] for case in cases),
+            "cases": cases,
+        }
+
+    def summary_line(self, case: dict[str, Any]) -> str:
+        fmt = lambda v: "  n/a " if v is None else f"{v:6.3f}"
+        cmd = "(" + ", ".join(f"{v:+.2f}" for v in case["command"]) + ")"
+        achieved = "(all fell)" if case["achieved"] is None else "(" + ", ".join(f"{v:+.2f}" for v in case["achieved"]) + ")"
+        return (f"{cmd:22s} achieved {achieved:22s} lin err {fmt(case['lin_vel_error'])} "
+                f"yaw err {fmt(case['ang_vel_error'])} falls {case['fall_rate']:5.1%} "
+                f"{'pass' if case['passed'] else 'FAIL'}")
+
+    def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
+        """Achieved vs commanded vx, vy and yaw rate, one marker per command and label."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+        (lo_x, hi_x), (lo_y, hi_y), (lo_w, hi_w) = self.cfg.training_range
+        for axis, (name, lo, hi) in enumerate((("vx (m/s)", lo_x, hi_x), ("vy (m/s)", lo_y, hi_y),
+                                               ("yaw rate (rad/s)", lo_w, hi_w))):
+            ax = axes[axis]
+            ax.plot([lo, hi], [lo, hi], color="0.7", linewidth=1, label="commanded")
+            for label, report in reports.items():
+                xs = [c["command"][axis] for c in report["cases"] if c["achieved"] is not None]
+                ys = [c["achieved"][axis] for c in report["cases"] if c["achieved"] is not None]
+                ax.scatter(xs, ys, s=22, label=label, alpha=0.8)
+            ax.set_xlabel(f"commanded {name}")
+            ax.set_ylabel(f"achieved {name}")
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=8)
+        verdicts = ", ".join(f"{k}: {'pass' if r['passed'] else 'FAIL'}" for k, r in reports.items())
+        fig.suptitle(f"{self.cfg.task}: velocity sweep ({verdicts})")
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
