@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="write report.json and report.png here")
+    parser.add_argument("--no-plot", action="store_true", help="write report.json only (no matplotlib needed)")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="env overrides on top of the checkpoint's (e.g. episode_length_s=30); "
                              "eval.KEY=VALUE sets a parameter of the evaluation protocol")
@@ -82,8 +83,9 @@ def evaluate(args: argparse.Namespace) -> int:
                         "env_overrides": overrides, "evaluation_options": options, "seed": args.seed,
                         "reports": reports}
         write_json_atomic(args.out / "report.json", document_out)
-        evaluation.plot(reports, args.out / "report.png")
-        print(f"unilab-eval: wrote {args.out / 'report.json'} and {args.out / 'report.png'}")
+        if not args.no_plot:
+            evaluation.plot(reports, args.out / "report.png")
+        print(f"unilab-eval: wrote {args.out / 'report.json'}" + ("" if args.no_plot else " and report.png"))
     return 0 if all(r["passed"] for r in reports.values()) else EXIT_FAILED
 
 
