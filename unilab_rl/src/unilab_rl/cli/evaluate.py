@@ -27,8 +27,6 @@ from unilab_rl.cli.play import load_policy
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
-# A cold Genesis build compiles its kernels first (minutes on a CPU); said before it starts.
-SLOW_FIRST_BUILD = {"genesis": "Genesis compiles its kernels on the first build: minutes on a CPU, ~2 min on a GPU"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,8 +59,8 @@ def evaluate(args: argparse.Namespace) -> int:
     overrides = {**document["env_overrides"], **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
     reports: dict[str, dict[str, Any]] = {}
     for backend in backends:
-        if backend in SLOW_FIRST_BUILD:
-            print(f"unilab-eval: {backend}: {SLOW_FIRST_BUILD[backend]}", flush=True)
+        # Said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU).
+        print(f"unilab-eval: building {evaluation.num_envs()} envs of {evaluation.task} on {backend}", flush=True)
         env = make_manager_based_rl_env(evaluation.task, backend=backend, num_envs=evaluation.num_envs(),
                                         device=args.device, seed=args.seed,
                                         overrides={"validate_actions": False, **overrides})
