@@ -38,7 +38,7 @@ from unilab_rl.learner import (
 )
 from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
-from unilab_rl.networks.squashed_gaussian import squashed_sample
+from unilab_rl.networks.squashed_gaussian import SquashedMeanPolicy, squashed_sample
 from unilab_rl.normalizers import RunningMeanStd
 
 
@@ -115,6 +115,12 @@ class FastSAC:
             return self.config.action_scale * torch.tanh(mean)
         action, _ = squashed_sample(mean, log_std, torch.randn_like(mean), self.config.action_scale)
         return action
+
+    def deterministic_policy(self) -> torch.nn.Module:
+        """A frozen copy of what ``act(obs, deterministic=True)`` computes, as one module
+        from raw "policy" observations to actions (for export)."""
+        normalizer = self.actor_obs_normalizer if self.config.normalize_observations else None
+        return SquashedMeanPolicy(self.actor, self.config.action_scale, normalizer)
 
     @torch.no_grad()
     def observe(self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor,

@@ -55,6 +55,7 @@ from unilab_rl.networks.flash import (
     project_to_unit_norm,
 )
 from unilab_rl.networks.squashed_gaussian import (
+    SquashedMeanPolicy,
     gaussian_entropy_for_std,
     squashed_sample,
 )
@@ -141,6 +142,11 @@ class FlashSAC:
         hold = torch.searchsorted(self.noise_hold_cdf, draw).clamp(max=self.config.noise_repeat_max - 1) + 1
         self.noise_hold = torch.where(rows, hold, self.noise_hold)
         self.noise_age = torch.where(rows, torch.zeros_like(self.noise_age), self.noise_age)
+
+    def deterministic_policy(self) -> torch.nn.Module:
+        """A frozen copy of what ``act(obs, deterministic=True)`` computes, as one module
+        from raw "policy" observations to actions (for export)."""
+        return SquashedMeanPolicy(self.actor, self.config.action_scale)
 
     @torch.no_grad()
     def observe(self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor,

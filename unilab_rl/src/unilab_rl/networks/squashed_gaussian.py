@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 _HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -30,3 +32,23 @@ def gaussian_entropy_for_std(action_dim: int, std: float, action_scale: float) -
     """Entropy of a ``action_dim``-dimensional Gaussian with per-dimension std ``std``
     in action units (FlashSAC's target entropy from a target std)."""
     return 0.5 * action_dim * math.log(2.0 * math.pi * math.e * std**2) + action_dim * math.log(action_scale)
+
+
+class SquashedMeanPolicy(nn.Module):
+    """The deterministic SAC policy as one module: raw observations -> ``action_scale *
+    tanh(mean)``, with the observation normalization (if any) inside, so an exported graph
+    is fed the env's observations as they are. The actor must be in eval mode (BatchNorm on
+    its running statistics); this module is a frozen copy and does not follow training."""
+
+    def __init__(self, actor: nn.Module, action_scale: float, normalizer: nn.Module | None = None) -> None:
+        super().__init__()
+        self.actor = copy.deepcopy(actor).eval().requires_grad_(False)
+        self.normalizer = None if normalizer is None else copy.deepcopy(normalizer).eval()
+        self.action_scale = float(action_scale)
+        self.eval()
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.normalizer is not None:
+            obs = self.normalizer.normalize(obs)
+        mean, _ = self.actor(obs)
+        return self.action_scale * torch.tanh(mean)

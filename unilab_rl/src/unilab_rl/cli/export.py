@@ -1,0 +1,190 @@
+"""``unilab-export``: a checkpoint's deterministic policy as ONNX or TorchScript, with the
+metadata a deployment stack needs.
+
+    unilab-export --checkpoint runs/g1/checkpoint.pt --format onnx      # -> runs/g1/policy.onnx + policy.json
+
+The graph maps raw "policy" observations to actions, normalization inside
+(``unilab_rl.export``). What the exported network does not know comes from the env, built
+here from the checkpoint's task and env overrides (one env, mujoco on the CPU by default;
+the values read are config and model facts, the same on every backend):
+
+- ``observation``: the policy group's layout in column order, per term (a fused term per
+  component as ``term/component``) its width and the scale and clip the env applies, the
+  history length (frames stacked oldest first); training noise is not listed (a deployed
+  policy sees none);
+- ``joint_names`` in action order, ``default_joint_pos`` (the reset keyframe's),
+  ``action_scale``, ``action_offset``, ``action_clip``: joint target = offset + scale *
+  clip(action); ``joint_stiffness`` / ``joint_damping``: the position actuators' kp / kv;
+- ``control_dt`` (= physics_dt * decimation), the command terms, ``task``, ``env_overrides``
+  and ``task_fingerprint``: the sha256 of the resolved task config (callables by qualified
+  name), so a deployment can check that a policy belongs to the task it is meant for.
+
+After writing, the exported file is run on observations of a short deterministic rollout
+of the same env and compared with the torch policy; the max abs difference is printed and
+must stay within ``--tolerance``. Exit codes: 0 done, 2 bad input (missing or corrupt
+checkpoint, missing export packages), 4 the exported policy disagrees with torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import hashlib
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unilab_rl.checkpoint import load_checkpoint
+from unilab_rl.cli.play import load_policy
+from unilab_rl.contract import POLICY_GROUP
+from unilab_rl.export import EXPORT_FORMATS, SUFFIXES, ExportError, export_policy, run_exported
+
+EXIT_BAD_INPUT = 2
+EXIT_MISMATCH = 4
+METADATA_FORMAT = "unilab_rl.policy"
+METADATA_FORMAT_VERSION = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="unilab-export", description="Export a checkpoint's deterministic policy.")
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--format", choices=EXPORT_FORMATS, default="onnx")
+    parser.add_argument("--out", type=Path, help="policy file (default: policy.onnx / policy.pt next to the checkpoint)")
+    parser.add_argument("--backend", default="mujoco", help="backend of the env the metadata is read from")
+    parser.add_argument("--verify-steps", type=int, default=64,
+                        help="env steps whose observations check the exported file against torch (0: skip)")
+    parser.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted abs action difference")
+    return parser
+
+
+def stable_config(value: Any) -> Any:
+    """``value`` as plain JSON data that is the same in every process: mappings with sorted
+    keys, tuples as lists, callables and classes by ``module:qualname``."""
+    if isinstance(value, dict):
+        return {str(k): stable_config(v) for k, v in sorted(value.items(), key=lambda item: str(item[0]))}
+    if isinstance(value, list | tuple):
+        return [stable_config(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return stable_config(value.value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if callable(value):
+        return f"{getattr(value, '__module__', '?')}:{getattr(value, '__qualname__', type(value).__qualname__)}"
+    return f"{type(value).__module__}:{type(value).__qualname__}"  # never a repr: it may hold an address
+
+
+def task_fingerprint(task: str, overrides: dict[str, Any]) -> str:
+    """sha256 of the resolved config of ``task`` with ``overrides`` (unilab.task_config)."""
+    from unilab import task_config
+
+    config = stable_config(task_config(task, dict(overrides)).model_dump())
+    text = json.dumps({"task": task, "config": config}, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def observation_layout(env: Any) -> dict[str, Any]:
+    group = env.cfg.observations[POLICY_GROUP]
+    terms = []
+    for name, width in env.observation_manager.describe()[POLICY_GROUP].items():
+        term = group.terms[name.split("/", 1)[0]]  # a fused term's component is "term/component"
+        terms.append({"name": name, "width": width, "scale": term.scale,
+                      "clip": None if term.clip is None else list(term.clip)})
+    frame_dim = sum(t["width"] for t in terms)
+    return {"group": POLICY_GROUP, "terms": terms, "frame_dim": frame_dim, "history_length": group.history_length,
+            "dim": frame_dim * group.history_length, "history_order": "oldest frame first"}
+
+
+def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path) -> dict[str, Any]:
+    """Everything a deployment stack needs besides the network, read from the built env."""
+    actions = env.action_manager
+    cols = list(actions.cols)
+    actuators = [env.robot.actuators[c] for c in cols]
+    overrides = dict(document["env_overrides"])
+    return {
+        "format": METADATA_FORMAT, "format_version": METADATA_FORMAT_VERSION,
+        "task": document["task"], "env_overrides": overrides,
+        "task_fingerprint": task_fingerprint(document["task"], overrides),
+        "algo": document["algo"], "trained_env_steps": int(document["counters"]["env_steps"]),
+        "checkpoint": checkpoint.name,
+        "versions": {"unilab_rl": importlib.metadata.version("unilab-rl"), "torch": torch.__version__},
+        "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
+                  "normalization": "inside the graph: feed raw observations"},
+        "output": {"name": "actions", "shape": ["batch", actions.action_dim], "dtype": "float32"},
+        "observation": observation_layout(env),
+        "joint_names": list(actions.joint_names),
+        "default_joint_pos": env.default_joint_pos[cols].tolist(),
+        "action_scale": actions.scale.tolist(),
+        "action_offset": actions.offset.tolist(),
+        "action_clip": None if actions.cfg.clip is None else list(actions.cfg.clip),
+        "action_to_joint_target": "joint_pos_target = action_offset + action_scale * clip(action, action_clip)",
+        "joint_stiffness": [a.kp for a in actuators],
+        "joint_damping": [a.kv for a in actuators],
+        "control_dt": float(env.step_dt), "physics_dt": float(env.physics_dt), "decimation": int(env.decimation),
+        "commands": {name: cfg.type for name, cfg in env.cfg.commands.items()},
+    }
+
+
+@torch.no_grad()
+def rollout_observations(env: Any, agent: Any, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Policy observations of ``steps`` deterministic env steps and the torch actions for them."""
+    obs = env.reset()
+    observations, actions = [], []
+    for _ in range(steps):
+        action = agent.act(obs, deterministic=True)
+        observations.append(obs[POLICY_GROUP].cpu())
+        actions.append(action.cpu())
+        obs, *_ = env.step(action)
+    return torch.cat(observations), torch.cat(actions)
+
+
+def export(args: argparse.Namespace, factory: Any) -> int:
+    if args.verify_steps < 0 or args.tolerance < 0:
+        raise ValueError("--verify-steps and --tolerance must be >= 0")
+    document = load_checkpoint(args.checkpoint)
+    out = args.out or args.checkpoint.parent / f"policy{SUFFIXES[args.format]}"
+    env = factory(document["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
+                  overrides=dict(document["env_overrides"]))
+    try:
+        agent = load_policy(document, env)
+        metadata = deployment_metadata(env, document, args.checkpoint)
+        sidecar = export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], out, args.format,
+                                metadata)
+        if args.verify_steps > 0:
+            observations, torch_actions = rollout_observations(env, agent, args.verify_steps)
+    finally:
+        env.close()
+    print(f"unilab-export: {out} ({args.format}) and {sidecar}: task={metadata['task']} algo={metadata['algo']} "
+          f"obs={metadata['input']['shape'][1]} actions={metadata['output']['shape'][1]} "
+          f"control_dt={metadata['control_dt']} fingerprint={metadata['task_fingerprint'][:19]}...")
+    if args.verify_steps == 0:
+        return 0
+    difference = (run_exported(out, observations) - torch_actions).abs().max().item()
+    print(f"unilab-export: exported vs torch on {observations.shape[0]} observations: max abs difference "
+          f"{difference:.3g} (tolerance {args.tolerance:g})")
+    if not difference <= args.tolerance:
+        print("unilab-export: error: the exported policy disagrees with the torch policy", file=sys.stderr)
+        return EXIT_MISMATCH
+    return 0
+
+
+def main(argv: list[str] | None = None, factory: Any = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if factory is None:
+            from unilab import make_manager_based_rl_env
+
+            factory = make_manager_based_rl_env
+        return export(args, factory)
+    except (ValueError, KeyError, ExportError) as error:  # CheckpointError is a ValueError
+        print(f"unilab-export: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
