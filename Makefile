@@ -16,7 +16,7 @@ install:
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,export]" -e ./ci -r requirements-dev.txt
+	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,export,ppo]" -e ./ci -r requirements-dev.txt
 	$(PY) -m unilab.assets.robot_files
 
 g1-scene:

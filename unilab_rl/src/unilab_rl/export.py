@@ -35,7 +35,8 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["EXPORT_FORMATS", "INPUT_NAME", "METADATA_FILE", "OUTPUT_NAME", "ExportError", "export_policy",
+__all__ = ["EXPORT_FORMATS", "INPUT_NAME", "METADATA_FILE", "OUTPUT_NAME", "ExportError", "check_export_packages",
+           "export_policy",
            "load_exported", "metadata_path", "read_metadata", "run_exported"]
 
 EXPORT_FORMATS = ("onnx", "torchscript")
@@ -58,6 +59,17 @@ def _without_deprecation_notices() -> Iterator[None]:
 
 class ExportError(RuntimeError):
     """Export failed or a needed package is missing; the message says which."""
+
+
+def check_export_packages(fmt: str) -> None:
+    """Raise ExportError naming what to install when ``fmt`` cannot be written here."""
+    if fmt not in EXPORT_FORMATS:
+        raise ExportError(f"unknown export format {fmt!r}; valid: {', '.join(EXPORT_FORMATS)}")
+    if fmt == "onnx":
+        try:
+            import onnx  # noqa: F401
+        except ImportError as error:
+            raise ExportError(f"ONNX export needs onnx ({error}); {EXTRA_HINT}") from None
 
 
 def metadata_path(policy_path: Path) -> Path:

@@ -1,0 +1,201 @@
+"""PPO on any unilab task with rsl_rl: the env from unilab's factory, seen through
+``unilab_rl.rsl_rl_vecenv.RslRlVecEnv``, trained by rsl_rl's ``OnPolicyRunner``.
+
+    python -m unilab_rl.cli.ppo --task g1_walk_flat --backend mujoco --num-envs 64 --iterations 100 --out runs/ppo
+
+Needs the ``ppo`` extra (``pip install 'unilab-rl[ppo]'``: rsl-rl-lib). ``key=value`` tokens
+whose first dotted part names a section of the rsl_rl runner config below
+(``algorithm.learning_rate=3e-4``, ``actor.hidden_dims=[64,64]``, ``num_steps_per_env=16``,
+``clip_actions=1.0``) edit that config (values parsed as Python literals; rsl_rl rejects
+unknown keys when it builds the algorithm); any other token is an env override
+(``rewards.velocity.weights.alive=2``), validated by the env factory.
+
+OUT receives what rsl_rl writes (``model_<it>.pt`` every ``save_interval`` iterations and at
+the end, TensorBoard events, ``git/`` diffs), ``run.json`` (task, backend, env overrides,
+runner config, iterations, env steps) and, unless ``--export none``, the final policy as
+``policy.onnx`` (or ``policy.pt``) with the deployment metadata ``unilab-export`` writes
+(``policy.json``). ``--resume OUT/model_<it>.pt`` continues from a saved model.
+
+Exit codes: 0 done, 2 bad input (nothing trained).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import os
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unilab_rl.cli.overrides import OverrideError, parse_tokens
+from unilab_rl.cli.train import apply_thread_policy
+from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvFactory
+
+EXIT_BAD_INPUT = 2
+ALGO_NAME = "rsl_rl_ppo"
+PPO_HINT = "install the ppo extra: pip install 'unilab-rl[ppo]' (rsl-rl-lib)"
+
+# rsl_rl 5.x runner config. Networks and PPO settings are those of the rsl_rl locomotion
+# examples (mjlab's and Isaac Lab's velocity tasks); the actor reads the "policy" group,
+# the critic the privileged "critic" group (asymmetric actor-critic).
+DEFAULT_RUNNER_CFG: dict[str, Any] = {
+    "num_steps_per_env": 24,
+    "save_interval": 50,
+    "obs_groups": {"actor": [POLICY_GROUP], "critic": [CRITIC_GROUP]},
+    "clip_actions": None,
+    "logger": "tensorboard",
+    "algorithm": {"class_name": "PPO", "num_learning_epochs": 5, "num_mini_batches": 4, "learning_rate": 1e-3,
+                  "schedule": "adaptive", "desired_kl": 0.01, "gamma": 0.99, "lam": 0.95, "entropy_coef": 0.01,
+                  "clip_param": 0.2, "value_loss_coef": 1.0, "use_clipped_value_loss": True,
+                  "max_grad_norm": 1.0},
+    "actor": {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu",
+              "obs_normalization": True,
+              "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}},
+    "critic": {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu",
+               "obs_normalization": True},
+}
+
+
+class UsageError(ValueError):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m unilab_rl.cli.ppo", description="Train a unilab task with rsl_rl's PPO.",
+        epilog="Overrides: key=value; a key under one of " + ", ".join(sorted(DEFAULT_RUNNER_CFG))
+               + " edits the rsl_rl runner config, anything else is an env override.")
+    parser.add_argument("--task", default="g1_walk_flat")
+    parser.add_argument("--backend", default="mujoco")
+    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--device", default=None, help="torch device; default: the env decides")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--iterations", type=int, default=100, help="PPO iterations (rollout + update) to run")
+    parser.add_argument("--out", type=Path, default=Path("runs/ppo"))
+    parser.add_argument("--resume", type=Path, help="an rsl_rl model_<it>.pt to continue from")
+    parser.add_argument("--export", choices=("onnx", "torchscript", "none"), default="onnx",
+                        help="export the final policy with deployment metadata (default onnx)")
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    return parser
+
+
+def literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text  # a bare word such as tanh or adaptive
+
+
+def split_ppo_overrides(tokens: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(runner config with the tokens applied, env overrides)."""
+    runner_cfg = copy.deepcopy(DEFAULT_RUNNER_CFG)
+    env_overrides: dict[str, str] = {}
+    for key, value in parse_tokens(tokens).items():
+        path = key.split(".")
+        if path[0] not in runner_cfg:
+            env_overrides[key] = value
+            continue
+        node = runner_cfg
+        for part in path[:-1]:
+            if not isinstance(node.get(part), dict):
+                raise OverrideError(f"override {key!r}: {part!r} is not a section of the rsl_rl runner config")
+            node = node[part]
+        node[path[-1]] = literal(value)
+    return runner_cfg, env_overrides
+
+
+def default_factory() -> EnvFactory:
+    from unilab import make_manager_based_rl_env
+
+    return make_manager_based_rl_env
+
+
+def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
+    try:
+        from rsl_rl.runners import OnPolicyRunner
+
+        from unilab_rl.rsl_rl_vecenv import RslRlVecEnv
+    except ImportError as error:
+        raise UsageError(f"PPO needs rsl_rl ({error}); {PPO_HINT}") from None
+    if args.iterations < 1 or args.num_envs < 1:
+        raise UsageError("--iterations and --num-envs must be >= 1")
+    if args.resume is not None and not args.resume.is_file():
+        raise UsageError(f"--resume {args.resume}: no such file")
+    runner_cfg, env_overrides = split_ppo_overrides(args.overrides)
+    if args.export != "none":
+        from unilab_rl.export import ExportError, check_export_packages
+
+        try:
+            check_export_packages(args.export)
+        except ExportError as error:
+            raise UsageError(str(error)) from None
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    try:
+        env = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
+                      overrides=env_overrides)
+    except (ValueError, KeyError) as error:  # unknown task or backend, bad env override: the factory says why
+        raise UsageError(str(error)) from None
+    try:
+        vec_env = RslRlVecEnv(env, clip_actions=runner_cfg.pop("clip_actions"),
+                              metrics_every=int(runner_cfg["num_steps_per_env"]),
+                              cfg={"task": args.task, "backend": args.backend, "env_overrides": env_overrides})
+        apply_thread_policy(vec_env.device, None)
+        args.out.mkdir(parents=True, exist_ok=True)
+        try:
+            runner = OnPolicyRunner(vec_env, copy.deepcopy(runner_cfg), log_dir=str(args.out),
+                                    device=str(vec_env.device))
+        except (TypeError, ValueError, KeyError, AttributeError) as error:  # a bad key or value in the config
+            raise UsageError(f"rsl_rl rejected the runner config: {error}") from None
+        if args.resume is not None:
+            runner.load(str(args.resume))
+        runner.learn(args.iterations, init_at_random_ep_len=False)
+        model = args.out / f"model_{runner.current_learning_iteration}.pt"
+        env_steps = runner.logger.tot_timesteps
+        record = {"task": args.task, "backend": args.backend, "num_envs": args.num_envs, "seed": args.seed,
+                  "algo": ALGO_NAME, "env_overrides": env_overrides, "runner_cfg": runner_cfg,
+                  "iterations": args.iterations, "env_steps": env_steps, "model": model.name,
+                  "command": " ".join(sys.argv)}
+        (args.out / "run.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
+        if args.export != "none":
+            exported = export_ppo_policy(runner, env, record, model, args.export, args.out)
+            print(f"unilab-ppo: exported {exported}")
+    finally:
+        env.close()
+    print(f"unilab-ppo: done, {args.iterations} iterations, {env_steps} env steps; model {model}")
+    return 0
+
+
+def export_ppo_policy(runner: Any, env: Any, record: dict[str, Any], model: Path, fmt: str, out: Path) -> Path:
+    """The final actor (normalizer, MLP, distribution mean) with unilab-export's metadata."""
+    from unilab_rl.cli.export import deployment_metadata
+    from unilab_rl.export import SUFFIXES, export_policy
+
+    actor = runner.alg.get_policy().as_jit().cpu().eval()
+    document = {"task": record["task"], "env_overrides": record["env_overrides"], "algo": ALGO_NAME,
+                "counters": {"env_steps": record["env_steps"]}}
+    metadata = deployment_metadata(env, document, model)
+    path = out / f"policy{SUFFIXES[fmt]}"
+    export_policy(actor, env.observation_spec[POLICY_GROUP], path, fmt, metadata)
+    return path
+
+
+def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_intermixed_args(argv)
+    try:
+        return train_ppo(args, factory or default_factory())
+    except (UsageError, OverrideError) as error:
+        print(f"unilab-ppo: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
