@@ -7,12 +7,21 @@ it is large and refills in ``learning_starts`` transitions after a resume.
 
 Atomic: written to a temporary file in the destination directory, flushed and fsynced, then
 ``os.replace``d over the destination, so a crash never leaves a half-written checkpoint.
+
+Verified: every tensor and every container of plain values gets a sha256 digest, written
+with the file (``integrity``) and recomputed on load, so damage anywhere (a flipped byte in
+a tensor's data, a changed counter) is refused naming the damaged part instead of being
+trained on. Every floating-point value must be finite, on save (diverged weights are never
+written) and on load. torch.load does not check the zip's CRCs, so without the digests a
+damaged tensor loads silently.
 """
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
+import math
 import os
-import pickle
 import random
 import tempfile
 from pathlib import Path
@@ -23,16 +32,71 @@ import torch
 from unilab_rl.contract import ENV_RUNNER_CONTRACT_VERSION
 
 CHECKPOINT_FORMAT = "unilab_rl.checkpoint"
-CHECKPOINT_FORMAT_VERSION = 1
-# What torch.load raises for truncated, foreign or tampered files (seen: UnpicklingError for
-# random bytes, RuntimeError for a damaged zip, EOFError for an empty file).
-CORRUPT_FILE_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, KeyError,
-                       TypeError, AttributeError, IndexError)
+CHECKPOINT_FORMAT_VERSION = 2  # 2: integrity digests; 1 (none) is still read, with the finite check only
+READABLE_FORMAT_VERSIONS = (1, 2)
+INTEGRITY_KEY = "integrity"
 REQUIRED_KEYS = ("task", "backend", "env_overrides", "algo", "algo_config", "spec", "agent", "counters", "rng")
 
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, unreadable, corrupt or belongs to another run."""
+
+
+class NonFiniteState(CheckpointError):
+    """A state to be written holds NaN or inf values (named in ``parts``)."""
+
+    def __init__(self, message: str, parts: list[str]) -> None:
+        super().__init__(message)
+        self.parts = parts
+
+
+def _tensor_digest(tensor: torch.Tensor) -> str:
+    data = tensor.detach().to("cpu").contiguous()
+    digest = hashlib.sha256(f"{data.dtype}{tuple(data.shape)}".encode())
+    size = data.numel() * data.element_size()
+    if size:  # hash the tensor's memory in place (no numpy, no per-byte copy)
+        digest.update((ctypes.c_ubyte * size).from_address(data.data_ptr()))
+    return digest.hexdigest()
+
+
+def _walk(value: Any, path: str, digests: dict[str, str], non_finite: list[str]) -> None:
+    """Digest ``value`` into ``digests``: one entry per tensor, one per container for its
+    keys and plain values; the paths of non-finite floats go to ``non_finite``."""
+    if isinstance(value, torch.Tensor):
+        digests[path] = _tensor_digest(value)
+        if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
+            non_finite.append(path)
+        return
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))
+    else:
+        items = [("", value)]
+    plain = hashlib.sha256(type(value).__name__.encode())
+    for key, child in items:
+        child_path = f"{path}.{key}" if path else str(key)
+        if isinstance(child, torch.Tensor | dict | list | tuple):
+            plain.update(repr(("child", key)).encode())
+            _walk(child, child_path, digests, non_finite)
+        else:
+            plain.update(repr((key, type(child).__name__, child)).encode())
+            if isinstance(child, float) and not math.isfinite(child):
+                non_finite.append(child_path)
+    digests[path or "(top level)"] = plain.hexdigest()
+
+
+def state_digests(document: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """(digest per part, parts holding NaN or inf) of a checkpoint document, its own
+    ``integrity`` entry left out."""
+    digests: dict[str, str] = {}
+    non_finite: list[str] = []
+    _walk({k: v for k, v in document.items() if k != INTEGRITY_KEY}, "", digests, non_finite)
+    return digests, non_finite
+
+
+def _listed(parts: list[str], limit: int = 5) -> str:
+    return ", ".join(parts[:limit]) + (f" and {len(parts) - limit} more" if len(parts) > limit else "")
 
 
 def capture_rng_state() -> dict[str, Any]:
@@ -62,6 +126,10 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     document = {"format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_FORMAT_VERSION,
                 "contract_version": ENV_RUNNER_CONTRACT_VERSION, **payload}
+    digests, non_finite = state_digests(document)
+    if non_finite:
+        raise NonFiniteState(f"not writing {path}: {_listed(non_finite)} hold NaN or inf values", non_finite)
+    document[INTEGRITY_KEY] = {"algorithm": "sha256", "digests": digests}
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -82,18 +150,38 @@ def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dic
     try:
         # weights_only: a checkpoint is data; refuse anything that would run code on load.
         document = torch.load(path, map_location=map_location, weights_only=True)
-    except CORRUPT_FILE_ERRORS as error:
-        raise CheckpointError(f"checkpoint {path} is corrupt or not a unilab_rl checkpoint ({error})") from None
+    except Exception as error:  # noqa: BLE001 - a damaged file raises anything (UnpicklingError, RuntimeError, EOFError, MemoryError, ...)
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a unilab_rl checkpoint "
+                              f"({type(error).__name__}: {error})") from None
     if not isinstance(document, dict) or document.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"checkpoint {path} is not a unilab_rl checkpoint (no {CHECKPOINT_FORMAT!r} marker)")
-    if document.get("format_version") != CHECKPOINT_FORMAT_VERSION:
+    if document.get("format_version") not in READABLE_FORMAT_VERSIONS:
         raise CheckpointError(
             f"checkpoint {path} has format version {document.get('format_version')}, "
-            f"this unilab_rl reads {CHECKPOINT_FORMAT_VERSION}")
+            f"this unilab_rl reads {list(READABLE_FORMAT_VERSIONS)}")
+    verify_integrity(document, path)
     missing = [key for key in REQUIRED_KEYS if key not in document]
     if missing:
         raise CheckpointError(f"checkpoint {path} is incomplete: missing {missing}")
     return document
+
+
+def verify_integrity(document: dict[str, Any], path: Path) -> None:
+    """Refuse a document whose parts differ from the digests written with it, or that holds
+    NaN or inf values; the error names the file and the damaged parts."""
+    digests, non_finite = state_digests(document)
+    if document["format_version"] >= 2:
+        integrity = document.get(INTEGRITY_KEY)
+        if not isinstance(integrity, dict) or not isinstance(integrity.get("digests"), dict):
+            raise CheckpointError(f"checkpoint {path} is damaged: its integrity record is missing or unreadable")
+        written = integrity["digests"]
+        damaged = sorted(p for p in digests.keys() | written.keys() if digests.get(p) != written.get(p))
+        if damaged:
+            raise CheckpointError(f"checkpoint {path} is damaged: {_listed(damaged)} do not match the digests "
+                                  "written with the file; use an intact copy or start a new run")
+    if non_finite:
+        raise CheckpointError(f"checkpoint {path} is damaged: {_listed(non_finite)} hold NaN or inf values; "
+                              "use an intact copy or start a new run")
 
 
 def check_same_task(document: dict[str, Any], task: str, path: Path) -> None:

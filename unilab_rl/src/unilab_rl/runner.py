@@ -17,7 +17,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from unilab_rl.algo_config import OffPolicyConfig
-from unilab_rl.checkpoint import capture_rng_state, restore_rng_state, save_checkpoint
+from unilab_rl.checkpoint import NonFiniteState, capture_rng_state, restore_rng_state, save_checkpoint
 from unilab_rl.collector import Collector
 from unilab_rl.contract import EnvSpec, OffPolicyAgent, RunnerEnv
 from unilab_rl.replay import ReplayBuffer
@@ -94,6 +94,9 @@ class OffPolicyRunner:
         self.stop_consensus: Callable[[bool], bool] | None = None
         self.update_sums: dict[str, torch.Tensor] = {}
         self.update_count = 0
+        # What the last checkpoint this process wrote holds, so a divergence can say it.
+        self.last_saved: tuple[Path, int] | None = None
+        self.resumed_from_env_steps: int | None = None
 
     # ---- control ------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -224,7 +227,11 @@ class OffPolicyRunner:
     def save(self, path: Path) -> None:
         if self.update_sums:  # never replace a good checkpoint with diverged weights (one sync; saves are rare)
             self._checked_update_sums()
-        save_checkpoint(path, self.checkpoint_payload())
+        try:  # save_checkpoint refuses NaN or inf anywhere in the state (losses may be finite while a weight is not)
+            save_checkpoint(path, self.checkpoint_payload())
+        except NonFiniteState as error:
+            raise LearnerDiverged(self._divergence_message(f"non-finite state ({', '.join(error.parts[:5])})")) from None
+        self.last_saved = (Path(path), self.env_steps)
 
     def _checked_update_sums(self) -> dict[str, float]:
         """The losses summed since the last flush, read to the host in one sync; raises
@@ -233,12 +240,24 @@ class OffPolicyRunner:
         sums = dict(zip(names, torch.stack([self.update_sums[n] for n in names]).tolist(), strict=True))
         diverged = sorted(n for n, total in sums.items() if not math.isfinite(total))
         if diverged:
-            raise LearnerDiverged(self._divergence_message(diverged))
+            raise LearnerDiverged(self._divergence_message(f"non-finite loss ({', '.join(diverged)})"))
         return sums
 
-    def _divergence_message(self, losses: list[str]) -> str:
-        return (f"non-finite loss ({', '.join(losses)}) by update {self.updates} (env step {self.env_steps}); "
-                "training stopped without saving, so the last checkpoint holds finite weights")
+    def _divergence_message(self, what: str) -> str:
+        """What went wrong and what is on disk: only checkpoints checked finite are written
+        and loaded, so a named checkpoint holds finite weights."""
+        if self.last_saved is not None:
+            path, env_steps = self.last_saved
+            kept = f"{path} holds the finite weights of env step {env_steps}"
+        elif self.out_dir is None:
+            kept = "this process writes no checkpoints"
+        elif self.resumed_from_env_steps is not None:
+            kept = (f"this session wrote no checkpoint; the one it resumed from (env step "
+                    f"{self.resumed_from_env_steps}, checked finite when loaded) is unchanged")
+        else:
+            kept = f"no checkpoint was written to {self.out_dir}"
+        return (f"{what} by update {self.updates} (env step {self.env_steps}); training stopped without saving: "
+                f"{kept}")
 
     def restore(self, document: dict[str, Any]) -> None:
         """Continue from a validated checkpoint document (see checkpoint.load_checkpoint)."""
@@ -249,4 +268,5 @@ class OffPolicyRunner:
         self.updates = int(counters["updates"])
         self.update_credit = float(counters["update_credit"])
         self.elapsed_before_resume_s = float(counters["wall_s"])
+        self.resumed_from_env_steps = self.env_steps
         restore_rng_state(document["rng"])
