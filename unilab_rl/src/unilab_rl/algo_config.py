@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class OffPolicyConfig(BaseModel):
-    """Schedule, replay and precision settings; algorithms subclass and add their own."""
+    """Schedule, replay and precision settings; algorithms subclass and add their own.
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    ``changeable_on_resume``: the fields a resumed run may change, because the learner reads
+    them where it uses them (or rebuilds what they size: the replay buffer refills after a
+    resume) and the checkpoint's state does not override them. Every other field shapes
+    networks or state saved in the checkpoint, so a resume refuses a change."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+    changeable_on_resume: ClassVar[frozenset[str]] = frozenset({
+        "batch_size", "updates_per_step", "learning_starts", "replay_capacity_per_env", "replay_obs_dtype",
+        "learning_rate", "amp", "compile", "cuda_graph", "max_grad_norm", "target_tau"})
 
     gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount per env step")
     n_step: int = Field(3, ge=1, description="rewards summed before bootstrapping")

@@ -151,8 +151,20 @@ def load_sac_state_dict(agent, state: dict) -> None:
         getattr(agent, name).load_state_dict(state[name])
         if name.endswith("optimizer"):
             keep_capturable(getattr(agent, name), agent.update_graphs is not None)
+            _use_configured_learning_rate(getattr(agent, name), agent.config.learning_rate)
     if agent.update_graphs is not None:
         agent.update_graphs.reset()  # the loaded optimizer state is new tensors
     with torch.no_grad():
         agent.log_temperature.copy_(state["log_temperature"])
     agent.updates = int(state["updates"])
+
+
+def _use_configured_learning_rate(optimizer: torch.optim.Optimizer, learning_rate: float) -> None:
+    """An optimizer's loaded state carries the learning rate it was saved with; the config
+    this learner was built from wins (a resume that changes ``learning_rate`` takes effect,
+    and the checkpoint it writes records the rate it trained with)."""
+    for group in optimizer.param_groups:
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(learning_rate)
+        else:
+            group["lr"] = learning_rate

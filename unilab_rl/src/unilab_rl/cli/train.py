@@ -1,10 +1,19 @@
 """``unilab-train``: the composition root that builds the env with unilab and injects it.
 
-Order matters for bad input: every check that can fail (algorithm, overrides, task, resume
-checkpoint, --out) runs before the env is built or any file is written, so a bad command
-changes nothing on disk.
+Order matters for bad input: every check that can fail runs before anything is written.
+First the arguments (algorithm, overrides, task, budget, seed, the resume checkpoint and the
+overrides it may take, --out and the other output paths), then what only building can
+detect: the env (its config's constraints, its terms, the backend options), the learner,
+the replay buffer, loading the checkpoint's state. Only then is --out created and locked;
+so a bad command, whichever check refuses it, changes nothing on disk.
 
-Exit codes: 0 done, 2 bad input, 130 interrupted (SIGINT; a checkpoint was saved first).
+Run directories are owned (see unilab_rl.cli.run_dir): a directory that holds a run takes
+a new one only with --resume of its own checkpoint or with --overwrite, and one live run
+at a time holds it.
+
+Exit codes: 0 done, 2 bad input, 3 the learner diverged, 130 interrupted by SIGINT, 143 by
+SIGTERM (a scheduler's preemption); on either signal the current step finishes and a
+checkpoint is saved first.
 
 Presets and goals: ``--preset NAME`` starts from a named preset (task, backend, env count,
 budget, tuned overrides, goals; see unilab_rl.presets); flags and overrides given here win.
@@ -21,12 +30,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import random
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -37,16 +46,20 @@ from unilab_rl import distributed
 from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
+from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir, claim_run_dir
 from unilab_rl.collector import COLLECTOR_METRICS
-from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
 from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
 
 EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT
+EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # both: finish the step, save, exit 128 + signal
+SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their index
 
 
 DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64}
@@ -98,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--minutes", type=float, help="wall-clock minutes to run this session")
     parser.add_argument("--out", type=Path, default=Path("runs/train"), help="run directory")
     parser.add_argument("--resume", type=Path, help="checkpoint to continue from")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the run --out already holds (its checkpoint, metrics, summary, TensorBoard)")
     parser.add_argument("--curve-json", type=Path, help="also write the learning curve (wall-clock) here")
     parser.add_argument("--summary-json", type=Path, help="where the run summary goes (default: OUT/summary.json)")
     parser.add_argument("--goal", action="append", default=[], metavar="'NAME<VALUE'",
@@ -123,29 +138,26 @@ def launch_torchrun(nproc: int, argv: list[str]) -> int:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "unilab_rl.cli.train", *argv]
     env = {**os.environ, **{k: os.environ.get(k, v) for k, v in TORCHRUN_ENV.items()}}
-    # torchrun runs in its own session, so Ctrl-C reaches this launcher only; the launcher
-    # passes it to the ranks, which stop on the same iteration (rank 0 saves) and exit 0.
-    # torchrun itself never sees the signal: it would report the ranks as failed.
+    # torchrun runs in its own session, so Ctrl-C (or a scheduler's SIGTERM to this job)
+    # reaches this launcher only; the launcher passes the signal to the ranks, which stop on
+    # the same iteration (rank 0 saves) and exit 0, and reports it as 130 (SIGINT) or 143
+    # (SIGTERM). torchrun itself never sees the signal: it would report the ranks as failed.
     process = subprocess.Popen(command, env=env, start_new_session=True)
-    interrupted = False
+    received: list[int] = []
 
-    def pass_to_ranks(*_) -> None:
-        nonlocal interrupted
-        interrupted = True
+    def pass_to_ranks(signum: int, _frame: Any) -> None:
+        received.append(signum)
         for pid in _child_pids(process.pid):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGINT)
+                os.kill(pid, signum)
 
-    def stop_torchrun(*_) -> None:  # a scheduler's SIGTERM: torchrun terminates the ranks
-        process.terminate()
-
-    previous = signal.signal(signal.SIGINT, pass_to_ranks), signal.signal(signal.SIGTERM, stop_torchrun)
+    previous = {sig: signal.signal(sig, pass_to_ranks) for sig in STOP_SIGNALS}
     try:
         code = process.wait()
     finally:
-        signal.signal(signal.SIGINT, previous[0])
-        signal.signal(signal.SIGTERM, previous[1])
-    return EXIT_INTERRUPTED if interrupted and code == 0 else code
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 + received[0] if received and code == 0 else code
 
 
 def _child_pids(pid: int) -> list[int]:
@@ -182,24 +194,22 @@ def default_env_factory() -> tuple[EnvFactory, list[str]]:
     return make_training_env, list_tasks()
 
 
-def check_out_dir_writable(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
-            pass
-    except OSError as error:
-        raise UsageError(f"--out {out} is not writable: {error.strerror or error}") from None
-
-
 def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) -> dict[str, Any]:
-    """Apply the preset, then validate everything that can be validated without building the env."""
+    """Apply the preset, then validate everything that can be validated without building the
+    env; reads only (nothing is created, --out included)."""
     apply_preset(args)
     if args.num_envs < 1:
         raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be >= 1, got {args.steps}")
-    if args.minutes is not None and args.minutes <= 0:
-        raise UsageError(f"--minutes must be > 0, got {args.minutes}")
+    if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
+        raise UsageError(f"--minutes must be a finite number > 0, got {args.minutes}")
+    if not 0 <= args.seed <= SEED_MAX:
+        raise UsageError(f"--seed must be an integer in [0, 2**62], got {args.seed}")
+    if args.torch_threads is not None and args.torch_threads < 1:
+        raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
+    if args.overwrite and args.resume is not None and args.resume.resolve().parent == args.out.resolve():
+        raise UsageError(f"--overwrite would delete {args.resume}, the checkpoint --resume continues from")
     if args.task not in tasks:
         raise UsageError(f"unknown task {args.task!r}; valid: {', '.join(tasks)}")
     try:
@@ -219,13 +229,114 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
         base_algo = dict(document["algo_config"])
         env_overrides = {**document["env_overrides"], **split.env}
     algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
+    if document is not None:
+        check_resume_overrides(algo_config, document["algo_config"], split.algo, args.resume)
     runner_config = validated(RunnerConfig, {}, split.runner, "runner")
     if check_out:  # data-parallel ranks other than 0 write nothing
-        check_out_dir_writable(args.out)
-        if args.curve_json is not None:
-            check_out_dir_writable(args.curve_json.parent)
+        try:
+            check_run_dir(args.out, args.resume, args.overwrite)
+            for flag, path in (("--curve-json", args.curve_json), ("--summary-json", args.summary_json)):
+                if path is not None:
+                    check_file_target(path, flag)
+        except RunDirError as error:
+            raise UsageError(str(error)) from None
     return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
             "document": document, "goals": goals}
+
+
+def check_resume_overrides(config: Any, trained: dict[str, Any], overrides: dict[str, str], path: Path) -> None:
+    """A resume override takes effect or is refused: refuse a change to a field the
+    checkpoint's state fixes (network shapes, the saved optimizer and normalizer state)."""
+    fixed = sorted(key for key in overrides
+                   if key not in config.changeable_on_resume and getattr(config, key) != trained.get(key))
+    if fixed:
+        changes = ", ".join(f"{key}={getattr(config, key)!r} (checkpoint: {trained.get(key)!r})" for key in fixed)
+        changeable = ", ".join(sorted(config.changeable_on_resume & set(type(config).model_fields)))
+        raise UsageError(f"--resume {path}: {changes} cannot change on resume (the checkpoint's networks and "
+                         f"state were built with the old value); start a new run for it. A resume may change: "
+                         f"{changeable}")
+
+
+def build_env(factory: EnvFactory, args: argparse.Namespace, device: str | None, seed: int,
+              env_overrides: dict[str, Any]) -> RunnerEnv:
+    """The env, or a UsageError naming what was asked for: a bad override value (its key),
+    an env config a term or the backend refuses, or one too large for memory."""
+    try:
+        return factory(args.task, backend=args.backend, num_envs=args.num_envs, device=device, seed=seed,
+                       overrides=env_overrides)
+    except (MemoryError, torch.OutOfMemoryError) as error:
+        raise UsageError(f"--num-envs {args.num_envs}: out of memory building the env ({error}); use fewer envs"
+                         ) from None
+    except (ValueError, KeyError, TypeError, ArithmeticError, IndexError, RuntimeError) as error:
+        # The factory names the key for what its config checks catch; anything else a
+        # term or the backend raised while building is reported with what was asked for.
+        asked = ", ".join(f"{k}={v}" for k, v in env_overrides.items() if k != "validate_actions") or "none"
+        raise UsageError(f"the env could not be built (--task {args.task} --backend {args.backend} "
+                         f"--num-envs {args.num_envs}, env overrides: {asked}): {type(error).__name__}: "
+                         f"{error}") from None
+
+
+def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan: dict[str, Any],
+                   rank: distributed.RankInfo | None) -> tuple[Any, OffPolicyRunner]:
+    """The learner and the runner (the replay buffer is allocated here), the checkpoint's
+    state loaded; memory and shape errors become a UsageError naming the argument."""
+    config = plan["algo_config"]
+    try:
+        agent = build_agent(args.algo, spec, config, spec.device)
+    except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
+        raise UsageError(f"building the {args.algo} learner failed ({type(error).__name__}: {error}); check the "
+                         "network overrides (actor_width, critic_width, ...)") from None
+    identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
+    try:
+        runner = OffPolicyRunner(env, agent, config, identity, args.out if rank is None or rank.is_main else None,
+                                 None, plan["runner_config"])
+    except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
+        transitions = args.num_envs * config.replay_capacity_per_env
+        raise UsageError(f"allocating the replay buffer failed: --num-envs {args.num_envs} x "
+                         f"replay_capacity_per_env={config.replay_capacity_per_env} = {transitions} transitions "
+                         f"({type(error).__name__}: {str(error).splitlines()[0]}); lower either") from None
+    document = plan["document"]
+    if document is not None:
+        trained = document["spec"]
+        if dict(trained["observation_spec"]) != spec.observation_spec or trained["action_dim"] != spec.action_dim:
+            raise CheckpointError(
+                f"--resume {args.resume}: trained with observations {dict(trained['observation_spec'])} and "
+                f"action_dim {trained['action_dim']}; the env built from this command's overrides has "
+                f"{spec.observation_spec} and {spec.action_dim}")
+        try:
+            runner.restore(document)
+        except (RuntimeError, KeyError, ValueError, TypeError) as error:
+            raise CheckpointError(f"--resume {args.resume}: its learner state does not fit the {args.algo} learner "
+                                  f"of this command ({type(error).__name__}: {str(error).splitlines()[0]})") from None
+    return agent, runner
+
+
+class StopOnSignal:
+    """SIGINT and SIGTERM: the first asks the runner to finish the step, save and stop
+    (exit 130 / 143); a second one of the same kind falls back to that signal's default."""
+
+    def __init__(self, runner: OffPolicyRunner) -> None:
+        self.runner = runner
+        self.received: int | None = None
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in STOP_SIGNALS}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.runner.request_stop()
+        if self.received is None:
+            self.received = signum
+        previous = self.previous[signum]
+        fallback = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+        signal.signal(signum, previous if callable(previous) else fallback)
+        name = "interrupt" if signum == signal.SIGINT else "termination request"
+        print(f"\nunilab-train: {name} received; saving a checkpoint and stopping", file=sys.stderr)
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.received or signal.SIGINT)
 
 
 def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
@@ -239,15 +350,14 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         device = f"cuda:{rank.local_rank}"
     torch.manual_seed(seed)
     random.seed(seed)
-    try:
-        env: RunnerEnv = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=device,
-                                 seed=seed, overrides=plan["env_overrides"])
-    except (ValueError, KeyError) as error:  # unknown backend / bad env override: the factory says why
-        raise UsageError(str(error)) from None
-    sink = agent = None
+    env = build_env(factory, args, device, seed, plan["env_overrides"])
+    sink = agent = lock = None
     tracker = GoalTracker(plan["goals"])
     try:
-        spec = EnvSpec.from_env(env)
+        try:
+            spec = EnvSpec.from_env(env)
+        except ContractViolation as error:  # e.g. an override dropped an observation group the learner reads
+            raise UsageError(f"the env built from this command does not fit the runner: {error}") from None
         try:  # a goal on a metric this run never logs is a typo: refuse it before training
             check_known(plan["goals"], [*COLLECTOR_METRICS, *RUNNER_METRICS, *(f"env/{n}" for n in spec.metric_names)])
         except GoalError as error:
@@ -255,12 +365,16 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         apply_thread_policy(spec.device, args.torch_threads)
         if rank is not None:
             distributed.start(rank, spec.device)
-        agent = build_agent(args.algo, spec, plan["algo_config"], spec.device)
-        if is_main:
+        agent, runner = build_learning(env, spec, args, plan, rank)
+        if is_main:  # every check has passed: from here on this run owns --out
             from unilab_rl.cli.metrics_sink import (
                 TrainingSink,  # tensorboard import only when training
             )
 
+            try:
+                lock = claim_run_dir(args.out, args.resume, args.overwrite)
+            except RunDirError as error:
+                raise UsageError(str(error)) from None
             header = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                       "device": str(spec.device), "seed": args.seed, "world_size": 1 if rank is None else rank.world_size,
                       "algo_config": plan["algo_config"].model_dump(), "env_overrides": plan["env_overrides"],
@@ -268,11 +382,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
             sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard,
                                 print_every_s=30.0 if args.no_progress else None, on_write=tracker.observe)
             sink.set_max_episode_length(spec.max_episode_length)
-        identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
-        runner = OffPolicyRunner(env, agent, plan["algo_config"], identity, args.out if is_main else None, sink,
-                                 plan["runner_config"])
-        if plan["document"] is not None:
-            runner.restore(plan["document"])
+            runner.sink = sink
         if rank is not None:
             distributed.synchronize_learner(agent, rank)
             agent.gradient_hook = distributed.average_gradients
@@ -281,12 +391,14 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         budget_seconds = None if args.minutes is None else args.minutes * 60.0
         if budget_steps is None and budget_seconds is None:
             budget_steps = runner.env_steps + 1_000_000
-        previous = signal.signal(signal.SIGINT, lambda *_: _stop_then_default(runner, previous))
+        stopper = StopOnSignal(runner)
         try:
             result = runner.train(budget_steps, budget_seconds, progress=is_main and not args.no_progress)
         finally:
-            signal.signal(signal.SIGINT, previous)
+            stopper.restore()
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
+        if is_main:
+            _write_summary(args, result, tracker, started)
     finally:
         if sink is not None:
             sink.close()
@@ -294,18 +406,22 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         if agent is not None:
             drop_update_graphs(agent)  # before the process group they captured collectives of
         distributed.stop()
-    if is_main:
-        from unilab_rl.cli.metrics_sink import write_json_atomic
-
-        summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
-                   "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
-                   "interrupted": result.interrupted,
-                   "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
-                   **tracker.summary()}
-        write_json_atomic(args.summary_json or args.out / "summary.json", summary)
-        _print_summary(result, tracker)
+        if lock is not None:
+            lock.release()
     # A rank's interrupt is the launcher's to report (torchrun counts non-zero as a failure).
-    return EXIT_INTERRUPTED if result.interrupted and rank is None else 0
+    return stopper.exit_code if result.interrupted and rank is None else 0
+
+
+def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float) -> None:
+    from unilab_rl.cli.metrics_sink import write_json_atomic
+
+    summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
+               "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
+               "interrupted": result.interrupted,
+               "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
+               **tracker.summary()}
+    write_json_atomic(args.summary_json or args.out / "summary.json", summary)
+    _print_summary(result, tracker)
 
 
 def apply_thread_policy(device: torch.device, threads: int | None) -> None:
@@ -316,13 +432,6 @@ def apply_thread_policy(device: torch.device, threads: int | None) -> None:
         torch.set_num_threads(threads)
     elif device.type == "cpu":
         torch.set_num_threads(1)
-
-
-def _stop_then_default(runner: OffPolicyRunner, previous: Any) -> None:
-    # First Ctrl-C: finish the step, checkpoint, exit. A second one falls back to the default.
-    runner.request_stop()
-    signal.signal(signal.SIGINT, previous if callable(previous) else signal.default_int_handler)
-    print("\nunilab-train: interrupt received; saving a checkpoint and stopping", file=sys.stderr)
 
 
 def _print_summary(result: Any, tracker: GoalTracker) -> None:
@@ -354,7 +463,7 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
         if factory is None or tasks is None:
             factory, tasks = default_env_factory()
         return train(args, factory, tasks)
-    except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError) as error:
+    except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError) as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except LearnerDiverged as error:

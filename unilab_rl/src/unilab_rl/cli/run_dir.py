@@ -1,0 +1,143 @@
+"""Run directories are owned: one live run per directory, and a new run never replaces an old one.
+
+``check_run_dir`` (read-only, with the other argument checks) refuses an ``--out`` that a
+live run holds, or that holds a finished run unless the command resumes that run's own
+checkpoint or passes ``--overwrite``. ``claim_run_dir`` (once every check has passed, just
+before the first write) creates the directory, takes its lock, checks again under the lock
+(two starts racing for one directory), removes the temporary files of a save that a killed
+run left, and with ``--overwrite`` removes the old run's files.
+
+The lock is ``flock`` on ``OUT/.unilab-train.lock``: the kernel releases it when its holder
+exits however it exits (kill -9 included), so a lock file left behind is stale by
+definition and never blocks a new run. The file names the holder (pid, host, start time)
+for the error message. ``flock`` is advisory and per host: it does not stop a run on
+another machine that mounts the same directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+LOCK_NAME = ".unilab-train.lock"
+# What makes a directory hold a run (written by unilab-train and nothing else).
+RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "summary.json", "tensorboard")
+STALE_SAVE_GLOB = ".checkpoint.pt.*.tmp"  # checkpoint.save_checkpoint's temporary files
+
+
+class RunDirError(ValueError):
+    """--out cannot take this run; the message says why and what to do."""
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """``path`` (a directory to create, or a file's parent) can be created and written,
+    without creating anything: the nearest existing ancestor is a writable directory."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise RunDirError(f"{flag} {path} is not writable: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise RunDirError(f"{flag} {path} is not writable: permission denied on {probe}")
+
+
+def check_file_target(path: Path, flag: str) -> None:
+    """``path`` can become a file: not a directory, and its directory can be written."""
+    if path.is_dir():
+        raise RunDirError(f"{flag} {path} is a directory; give a file path")
+    check_writable(path.parent, flag)
+
+
+def run_files(out: Path) -> list[str]:
+    return [name for name in RUN_FILES if (out / name).exists()]
+
+
+def lock_holder(out: Path) -> str | None:
+    """Who holds ``out``'s lock (pid, host, start), or None when no live run does."""
+    lock = out / LOCK_NAME
+    try:
+        stream = lock.open("r")
+    except OSError:
+        return None
+    with stream:
+        try:
+            fcntl.flock(stream, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return stream.read().strip() or "unknown process"
+        fcntl.flock(stream, fcntl.LOCK_UN)
+    return None
+
+
+def check_run_dir(out: Path, resume: Path | None, overwrite: bool, locked_by_us: bool = False) -> None:
+    """Refuse ``--out`` when a live run holds it, or when it holds a run this command would
+    replace; reads only."""
+    check_writable(out, "--out")
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {out} is a file, not a directory")
+    holder = None if locked_by_us else lock_holder(out)
+    if holder is not None:
+        raise RunDirError(f"--out {out} is in use by a live run ({holder}); wait for it to end or choose "
+                          "another --out")
+    existing = run_files(out)
+    if not existing or overwrite:
+        return
+    if resume is not None and resume.resolve().parent == out.resolve():
+        return  # continuing this directory's own run
+    own = out / "checkpoint.pt"
+    hint = f"continue it with --resume {own}, " if own.exists() else ""
+    raise RunDirError(f"--out {out} already holds a run ({', '.join(existing)}); {hint}choose another --out, "
+                      "or pass --overwrite to replace it")
+
+
+class RunDirLock:
+    """The held lock of one run directory; ``release`` (or process exit) frees it."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / LOCK_NAME
+        self.stream = self.path.open("a+")
+        try:
+            fcntl.flock(self.stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.stream.seek(0)
+            holder = self.stream.read().strip() or "unknown process"
+            self.stream.close()
+            raise RunDirError(f"--out {out} is in use by a live run ({holder}); wait for it to end or choose "
+                              "another --out") from None
+        self.stream.seek(0)
+        self.stream.truncate()
+        self.stream.write(f"pid {os.getpid()} on {socket.gethostname()}, started "
+                          f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        self.stream.flush()
+
+    def release(self) -> None:
+        if not self.stream.closed:
+            fcntl.flock(self.stream, fcntl.LOCK_UN)
+            self.stream.close()
+
+
+def claim_run_dir(out: Path, resume: Path | None, overwrite: bool) -> RunDirLock:
+    """Create ``out`` and lock it for this run; check again under the lock; clean what a
+    killed save left and, with ``overwrite``, the old run's files."""
+    out.mkdir(parents=True, exist_ok=True)
+    lock = RunDirLock(out)
+    try:
+        check_run_dir(out, resume, overwrite, locked_by_us=True)  # a run that started since the first check
+        for stale in out.glob(STALE_SAVE_GLOB):  # no live run writes here: we hold the lock
+            stale.unlink(missing_ok=True)
+        if overwrite:
+            for name in run_files(out):
+                target = out / name
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink()
+    except BaseException:
+        lock.release()
+        raise
+    return lock
