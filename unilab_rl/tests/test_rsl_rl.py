@@ -109,6 +109,7 @@ def fake_factory(task, *, backend, num_envs, device, seed, overrides):
         (["rewards.nope=1"], "valid keys"),
         (["--iterations", "0"], "--iterations and --num-envs must be >= 1"),
         (["--resume", "missing.pt"], "no such file"),
+        (["--play", "missing.pt"], "expected an rsl_rl model with the run.json of its run beside it"),
     ],
 )
 def test_bad_input_is_refused_before_training(tmp_path, capsys, extra, message):
@@ -123,7 +124,7 @@ TINY_PPO = ["actor.hidden_dims=[32,32]", "critic.hidden_dims=[32,32]", "num_step
             "algorithm.num_mini_batches=2", "algorithm.num_learning_epochs=2"]
 
 
-def test_ppo_cli_trains_on_mujoco_saves_resumes_and_exports_with_metadata(tmp_path):
+def test_ppo_cli_trains_on_mujoco_saves_resumes_plays_and_exports_with_metadata(tmp_path, capsys):
     unilab = pytest.importorskip("unilab")
     onnxruntime = pytest.importorskip("onnxruntime")
     def g1_args(out, iterations):
@@ -164,6 +165,12 @@ def test_ppo_cli_trains_on_mujoco_saves_resumes_and_exports_with_metadata(tmp_pa
     assert after["iter"] == 1
     changed = [k for k in before if not torch.equal(before[k], after["actor_state_dict"][k])]
     assert changed  # one more update on top of the loaded weights
+
+    capsys.readouterr()
+    assert ppo_cli.main(["--play", str(out / "model_1.pt"), "--num-envs", "2", "--episodes", "2"]) == 0
+    played = capsys.readouterr().out
+    assert "task=g1_walk_flat backend=mujoco" in played and "return_mean" in played
+    assert "env/metrics/twist/lin_vel_error" in played
 
 
 @pytest.mark.slow

@@ -113,12 +113,17 @@ class RslRlVecEnv(VecEnv):
 class RslRlPolicy:
     """An rsl_rl actor (``OnPolicyRunner.get_inference_policy()``) as an agent with
     ``act(obs, deterministic)``, the interface ``unilab_rl.cli.play.run_episodes`` drives.
-    ``deterministic=False`` samples from the actor's distribution."""
+    ``deterministic=False`` samples from the actor's distribution; ``clip_actions`` as in
+    ``RslRlVecEnv`` (the env is stepped directly, not through the adapter)."""
 
-    def __init__(self, actor: torch.nn.Module) -> None:
+    def __init__(self, actor: torch.nn.Module, clip_actions: float | None = None) -> None:
         self.actor = actor
+        self.clip_actions = clip_actions
 
     @torch.no_grad()
     def act(self, obs: Observation, deterministic: bool) -> torch.Tensor:
         batch = TensorDict(dict(obs), batch_size=[obs[POLICY_GROUP].shape[0]])
-        return self.actor(batch, stochastic_output=not deterministic)
+        actions = self.actor(batch, stochastic_output=not deterministic)
+        if self.clip_actions is not None:
+            actions = actions.clamp(-self.clip_actions, self.clip_actions)
+        return actions

@@ -9,8 +9,9 @@ here from the checkpoint's task and env overrides (one env, mujoco on the CPU by
 the values read are config and model facts, the same on every backend):
 
 - ``observation``: the policy group's layout in column order, per term (a fused term per
-  component as ``term/component``) its width and the scale and clip the env applies, the
-  history length (frames stacked oldest first); training noise is not listed (a deployed
+  component as ``term/component``) its width, the function computing it (``module:name``,
+  e.g. ``joint_pos_rel``: relative to the default pose) with its params, and the scale and
+  clip the env applies; the history length (frames stacked oldest first); training noise is not listed (a deployed
   policy sees none);
 - ``joint_names`` in action order, ``default_joint_pos`` (the reset keyframe's),
   ``action_scale``, ``action_offset``, ``action_clip``: joint target = offset + scale *
@@ -93,7 +94,8 @@ def observation_layout(env: Any) -> dict[str, Any]:
     terms = []
     for name, width in env.observation_manager.describe()[POLICY_GROUP].items():
         term = group.terms[name.split("/", 1)[0]]  # a fused term's component is "term/component"
-        terms.append({"name": name, "width": width, "scale": term.scale,
+        terms.append({"name": name, "width": width, "func": stable_config(term.func),
+                      "params": stable_config(term.params), "scale": term.scale,
                       "clip": None if term.clip is None else list(term.clip)})
     frame_dim = sum(t["width"] for t in terms)
     return {"group": POLICY_GROUP, "terms": terms, "frame_dim": frame_dim, "history_length": group.history_length,

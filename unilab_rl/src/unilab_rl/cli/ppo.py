@@ -14,7 +14,9 @@ OUT receives what rsl_rl writes (``model_<it>.pt`` every ``save_interval`` itera
 the end, TensorBoard events, ``git/`` diffs), ``run.json`` (task, backend, env overrides,
 runner config, iterations, env steps) and, unless ``--export none``, the final policy as
 ``policy.onnx`` (or ``policy.pt``) with the deployment metadata ``unilab-export`` writes
-(``policy.json``). ``--resume OUT/model_<it>.pt`` continues from a saved model.
+(``policy.json``). ``--resume OUT/model_<it>.pt`` continues from a saved model;
+``--play OUT/model_<it>.pt`` runs deterministic episodes of it and prints what
+``unilab-play`` prints.
 
 Exit codes: 0 done, 2 bad input (nothing trained).
 """
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
+import io
 import json
 import os
 import random
@@ -72,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Overrides: key=value; a key under one of " + ", ".join(sorted(DEFAULT_RUNNER_CFG))
                + " edits the rsl_rl runner config, anything else is an env override.")
     parser.add_argument("--task", default="g1_walk_flat")
-    parser.add_argument("--backend", default="mujoco")
-    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--backend", default=None, help="default: mujoco; with --play, the run's backend")
+    parser.add_argument("--num-envs", type=int, default=None, help="default: 64; with --play, 16")
     parser.add_argument("--device", default=None, help="torch device; default: the env decides")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--iterations", type=int, default=100, help="PPO iterations (rollout + update) to run")
@@ -81,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", type=Path, help="an rsl_rl model_<it>.pt to continue from")
     parser.add_argument("--export", choices=("onnx", "torchscript", "none"), default="onnx",
                         help="export the final policy with deployment metadata (default onnx)")
+    parser.add_argument("--play", type=Path, metavar="MODEL",
+                        help="instead of training: run --episodes deterministic episodes of OUT/model_<it>.pt "
+                             "(task, overrides and runner config from the run.json beside it)")
+    parser.add_argument("--episodes", type=int, default=16, help="episodes for --play")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
@@ -123,6 +131,8 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         from unilab_rl.rsl_rl_vecenv import RslRlVecEnv
     except ImportError as error:
         raise UsageError(f"PPO needs rsl_rl ({error}); {PPO_HINT}") from None
+    args.backend = args.backend or "mujoco"
+    args.num_envs = 64 if args.num_envs is None else args.num_envs
     if args.iterations < 1 or args.num_envs < 1:
         raise UsageError("--iterations and --num-envs must be >= 1")
     if args.resume is not None and not args.resume.is_file():
@@ -143,7 +153,8 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     except (ValueError, KeyError) as error:  # unknown task or backend, bad env override: the factory says why
         raise UsageError(str(error)) from None
     try:
-        vec_env = RslRlVecEnv(env, clip_actions=runner_cfg.pop("clip_actions"),
+        clip_actions = runner_cfg.pop("clip_actions")
+        vec_env = RslRlVecEnv(env, clip_actions=clip_actions,
                               metrics_every=int(runner_cfg["num_steps_per_env"]),
                               cfg={"task": args.task, "backend": args.backend, "env_overrides": env_overrides})
         apply_thread_policy(vec_env.device, None)
@@ -160,6 +171,7 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         env_steps = runner.logger.tot_timesteps
         record = {"task": args.task, "backend": args.backend, "num_envs": args.num_envs, "seed": args.seed,
                   "algo": ALGO_NAME, "env_overrides": env_overrides, "runner_cfg": runner_cfg,
+                  "clip_actions": clip_actions,
                   "iterations": args.iterations, "env_steps": env_steps, "model": model.name,
                   "command": " ".join(sys.argv)}
         (args.out / "run.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
@@ -169,6 +181,45 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     finally:
         env.close()
     print(f"unilab-ppo: done, {args.iterations} iterations, {env_steps} env steps; model {model}")
+    return 0
+
+
+def play_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
+    """Deterministic episodes of a saved model, summarized as ``unilab-play`` does."""
+    from rsl_rl.runners import OnPolicyRunner
+
+    from unilab_rl.cli.play import run_episodes
+    from unilab_rl.rsl_rl_vecenv import RslRlPolicy, RslRlVecEnv
+
+    record_path = args.play.parent / "run.json"
+    if not args.play.is_file() or not record_path.is_file():
+        raise UsageError(f"--play {args.play}: expected an rsl_rl model with the run.json of its run beside it")
+    if args.episodes < 1 or (args.num_envs is not None and args.num_envs < 1):
+        raise UsageError("--episodes and --num-envs must be >= 1")
+    record = json.loads(record_path.read_text())
+    backend = args.backend or record["backend"]
+    try:
+        env = factory(record["task"], backend=backend, num_envs=args.num_envs or 16, device=args.device,
+                      seed=args.seed + 1, overrides=dict(record["env_overrides"]))
+    except (ValueError, KeyError) as error:
+        raise UsageError(str(error)) from None
+    try:
+        vec_env = RslRlVecEnv(env)
+        apply_thread_policy(vec_env.device, None)
+        with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints the networks
+            runner = OnPolicyRunner(vec_env, copy.deepcopy(record["runner_cfg"]), log_dir=None,
+                                    device=str(vec_env.device))
+        runner.load(str(args.play), map_location=str(vec_env.device))
+        agent = RslRlPolicy(runner.get_inference_policy(), clip_actions=record.get("clip_actions"))
+        env.flush_metrics()  # start the env's averages at this evaluation
+        summary = run_episodes(env, agent, args.episodes)
+        env_metrics = env.flush_metrics()
+    finally:
+        env.close()
+    print(f"unilab-ppo: play {args.play}: task={record['task']} backend={backend} "
+          f"trained_env_steps={record['env_steps']}")
+    for key, value in {**summary, **{f"env/{k}": v for k, v in env_metrics.items()}}.items():
+        print(f"  {key:40s} {value:.4f}")
     return 0
 
 
@@ -190,6 +241,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_intermixed_args(argv)
     try:
+        if args.play is not None:
+            return play_ppo(args, factory or default_factory())
         return train_ppo(args, factory or default_factory())
     except (UsageError, OverrideError) as error:
         print(f"unilab-ppo: error: {error}", file=sys.stderr)
