@@ -4,15 +4,25 @@ A task owner is one flat ``EnvCfg`` whose manager sections are dicts of small te
 configs (mjlab style). Variants are plain functions that build and edit a config.
 Overrides address any field by a dotted path (``rewards.alive.weight=2``); unknown keys
 are rejected with the valid ones listed, and values are type-checked by pydantic.
+
+Constraints a config can check by itself are checked here, so an impossible value fails at
+construction naming its field instead of producing NaN rewards or observations later:
+every float is finite, a ``Range`` is ordered (low <= high), times (event intervals) are
+positive, and an event term's range-valued params (``range``, ``*_range``: a (low, high)
+pair, or a dict of such pairs per axis) are finite and ordered. What depends on the model
+or backend (a mass factor against the backend's declared minimums) is checked by the term
+when it is built.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,10 +35,41 @@ from pydantic import (
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True,
+                              allow_inf_nan=False)
 
 
-Range = tuple[float, float]
+def ordered_range(value: tuple[float, float]) -> tuple[float, float]:
+    if not value[0] <= value[1]:
+        raise ValueError(f"expected (low, high) with low <= high, got {tuple(value)}")
+    return value
+
+
+def positive_range(value: tuple[float, float]) -> tuple[float, float]:
+    ordered_range(value)
+    if not value[0] > 0:
+        raise ValueError(f"expected a time range with low > 0, got {tuple(value)}")
+    return value
+
+
+Range = Annotated[tuple[float, float], AfterValidator(ordered_range)]  # finite (Strict), low <= high
+TimeRange = Annotated[tuple[float, float], AfterValidator(positive_range)]  # seconds, 0 < low <= high
+
+
+def _check_range_param(name: str, value: Any) -> None:
+    """A range-valued term param: a finite, ordered (low, high) pair, or a dict of them."""
+    if isinstance(value, Mapping):
+        for axis, pair in value.items():
+            _check_range_param(f"{name}.{axis}", pair)
+        return
+    if not (isinstance(value, list | tuple) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)):
+        raise ValueError(f"params.{name}={value!r}: expected a (low, high) pair of numbers")
+    low, high = (float(v) for v in value)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"params.{name}={tuple(value)}: expected finite numbers")
+    if low > high:
+        raise ValueError(f"params.{name}={tuple(value)}: expected (low, high) with low <= high")
 
 
 class TermCfg(Strict):
@@ -71,13 +112,23 @@ class TerminationTermCfg(TermCfg):
 
 
 class EventTermCfg(TermCfg):
+    """Params named ``range`` or ``*_range`` are ranges: finite, ordered (low, high) pairs
+    (or dicts of pairs per axis, like ``push_by_velocity``'s ``velocity_range``)."""
+
     mode: Literal["startup", "reset", "interval"]
-    interval_range_s: Range | None = None  # per-env random period, interval mode only
+    interval_range_s: TimeRange | None = None  # per-env random period (s), interval mode only
 
     @model_validator(mode="after")
     def _interval_needs_range(self) -> EventTermCfg:
         if (self.mode == "interval") != (self.interval_range_s is not None):
             raise ValueError("interval_range_s is required for mode='interval' and only allowed there")
+        return self
+
+    @model_validator(mode="after")
+    def _ranges_are_ordered(self) -> EventTermCfg:
+        for name, value in self.params.items():
+            if (name == "range" or name.endswith("_range")) and value is not None:
+                _check_range_param(name, value)
         return self
 
 
@@ -218,7 +269,12 @@ def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | 
             node[parts[-1]] = value
             continue
         _assign(node, parts[-1], value, key)
-    return type(cfg).model_validate(cfg.model_dump())
+    try:
+        return type(cfg).model_validate(cfg.model_dump())
+    except ValidationError as exc:  # a constraint across fields, or in a term's params
+        given = ", ".join(f"{k}={v!r}" for k, v in parse_overrides(overrides))
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"overrides {given}: {problems}") from None
 
 
 def _valid_keys(node: Any) -> list[str]:

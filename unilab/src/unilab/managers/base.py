@@ -101,8 +101,8 @@ def build_term(kind: str, name: str, cfg: Any, env: Any) -> Term:
     except MissingCapability as exc:
         msg = str(exc)
         raise MissingCapability(msg if msg.startswith(owner) else f"{owner}: {msg}") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        msg = str(exc)
+    except (ValueError, KeyError, TypeError, ArithmeticError) as exc:  # e.g. a param of 0 a term divides by
+        msg = str(exc) if isinstance(exc, ValueError | KeyError | TypeError) else f"{type(exc).__name__}: {exc}"
         raise ValueError(msg if msg.startswith(owner) else f"{owner}: {msg}") from None
 
 

@@ -140,6 +140,9 @@ class randomize_body_mass(_ModelFieldEvent):
     def __init__(self, cfg, env) -> None:
         self.bodies = [env.robot.body_index(b, "randomize_body_mass") for b in cfg.params["bodies"]]
         super().__init__(cfg, env)
+        if not self.range[0] > 0:  # a body with mass scaled to 0 or below makes the row's state NaN
+            raise ValueError(f"params.range={self.range}: mass factors must be > 0 so every body keeps a "
+                             "positive mass")
 
     def factor_shape(self, env) -> tuple[int, ...]:
         return (env.num_envs, len(self.bodies))

@@ -267,9 +267,11 @@ def build_env(factory: EnvFactory, args: argparse.Namespace, device: str | None,
     except (MemoryError, torch.OutOfMemoryError) as error:
         raise UsageError(f"--num-envs {args.num_envs}: out of memory building the env ({error}); use fewer envs"
                          ) from None
-    except (ValueError, KeyError, TypeError, ArithmeticError, IndexError, RuntimeError) as error:
-        # The factory names the key for what its config checks catch; anything else a
-        # term or the backend raised while building is reported with what was asked for.
+    except (ValueError, KeyError) as error:  # the factory's and the config's checks name the key themselves
+        raise UsageError(str(error).strip("'\"")) from None
+    except (TypeError, ArithmeticError, IndexError, RuntimeError) as error:
+        # Anything else a term or the backend raised while building is reported with what
+        # was asked for.
         asked = ", ".join(f"{k}={v}" for k, v in env_overrides.items() if k != "validate_actions") or "none"
         raise UsageError(f"the env could not be built (--task {args.task} --backend {args.backend} "
                          f"--num-envs {args.num_envs}, env overrides: {asked}): {type(error).__name__}: "

@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 import torch
 from pydantic import Field
 
-from unilab.config import CommandTermCfg, Range
+from unilab.config import CommandTermCfg, Range, TimeRange
 from unilab.managers.command import CommandTerm
 from unilab.math import wrap_to_pi
 
@@ -131,9 +131,9 @@ class UniformVelocityCommandCfg(CommandTermCfg):
     lin_vel_x: Range = (-1.0, 1.0)
     lin_vel_y: Range = (-0.5, 0.5)
     ang_vel_z: Range = (-1.0, 1.0)
-    resampling_time_range_s: Range = (3.0, 8.0)
+    resampling_time_range_s: TimeRange = (3.0, 8.0)
     standing_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
     heading_command: bool = False  # yaw rate from a P-controller on a sampled heading
     heading_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
-    heading_stiffness: float = 0.5
+    heading_stiffness: float = Field(default=0.5, ge=0.0)
     heading_range: Range = (-3.14159, 3.14159)
