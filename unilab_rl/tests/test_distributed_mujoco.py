@@ -91,12 +91,14 @@ def test_a_failing_rank_ends_the_whole_job_without_a_hang(tmp_path):
     assert "local_rank: 0" in result.stderr  # rank 0 is reported as the root cause
 
 
-def test_sigterm_to_the_launcher_leaves_no_rank_running(tmp_path):
+def test_sigterm_to_the_launcher_saves_like_ctrl_c_and_leaves_no_rank_running(tmp_path):
     out = tmp_path / "run"
     process = _launch_until_logging(out)
-    process.send_signal(signal.SIGTERM)  # e.g. a job scheduler stopping the run
-    process.communicate(timeout=120)
-    assert process.returncode != 0
+    process.send_signal(signal.SIGTERM)  # e.g. a job scheduler preempting the run
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stdout[-2000:] + stderr[-3000:]
+    assert "termination request received" in stderr and "Traceback" not in stderr, stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "summary.json"]
     deadline = time.monotonic() + 30
     while _processes_mentioning(str(out)) and time.monotonic() < deadline:
         time.sleep(0.2)

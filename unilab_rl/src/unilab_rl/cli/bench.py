@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import subprocess
@@ -78,7 +79,20 @@ def summarize(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """Bad numbers fail before anything is built (ValueError naming the flag)."""
+    if not (math.isfinite(args.seconds) and args.seconds > 0):
+        raise ValueError(f"--seconds must be a finite number > 0, got {args.seconds}")
+    if args.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    if args.num_envs < 1:
+        raise ValueError(f"--num-envs must be >= 1, got {args.num_envs}")
+    if args.json is not None and args.json.is_dir():
+        raise ValueError(f"--json {args.json} is a directory; give a file path")
+
+
 def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
+    check_arguments(args)
     algorithm = lookup(args.algo)
     split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
     tuned = lookup_preset(args.preset).overrides_for(args.algo) if args.preset else []

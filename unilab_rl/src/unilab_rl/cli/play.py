@@ -93,11 +93,19 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if args.video is not None and args.video.suffix != ".mp4":
         raise ValueError(f"--video {args.video}: expected a .mp4 path")
     backend = args.backend or document["backend"]
-    env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
-                  overrides=dict(document["env_overrides"]))
+    try:
+        env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
+                      overrides=dict(document["env_overrides"]))
+    except (TypeError, ArithmeticError, IndexError, RuntimeError, MemoryError) as error:
+        raise ValueError(f"the env could not be built (--backend {backend} --num-envs {args.num_envs}, the "
+                         f"checkpoint's task and env overrides): {type(error).__name__}: {error}") from None
     recorder = None
     try:
-        agent = load_policy(document, env)
+        try:
+            agent = load_policy(document, env)
+        except RuntimeError as error:  # load_state_dict: the state does not fit the networks its config builds
+            raise CheckpointError(f"checkpoint {args.checkpoint}: its learner state does not fit its own config "
+                                  f"({str(error).splitlines()[0]})") from None
         if args.video is not None:
             from unilab_rl.cli.video import (
                 FirstEpisodeRecorder,  # leaf: mujoco + imageio

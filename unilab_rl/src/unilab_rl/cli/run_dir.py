@@ -10,7 +10,8 @@ run left, and with ``--overwrite`` removes the old run's files.
 The lock is ``flock`` on ``OUT/.unilab-train.lock``: the kernel releases it when its holder
 exits however it exits (kill -9 included), so a lock file left behind is stale by
 definition and never blocks a new run. The file names the holder (pid, host, start time)
-for the error message. ``flock`` is advisory and per host: it does not stop a run on
+for the error message; a run that ends removes it (after checking, once locked, that the
+path still names the file it locked, so a removal never lets two runs hold two files). ``flock`` is advisory and per host: it does not stop a run on
 another machine that mounts the same directory.
 """
 
@@ -55,7 +56,9 @@ def check_file_target(path: Path, flag: str) -> None:
 
 
 def run_files(out: Path) -> list[str]:
-    return [name for name in RUN_FILES if (out / name).exists()]
+    """The run files in ``out`` (``tensorboard`` a directory, the others files)."""
+    return [name for name in RUN_FILES
+            if ((out / name).is_dir() if name == "tensorboard" else (out / name).is_file())]
 
 
 def lock_holder(out: Path) -> str | None:
@@ -100,23 +103,34 @@ class RunDirLock:
 
     def __init__(self, out: Path) -> None:
         self.path = out / LOCK_NAME
-        self.stream = self.path.open("a+")
-        try:
-            fcntl.flock(self.stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.stream.seek(0)
-            holder = self.stream.read().strip() or "unknown process"
-            self.stream.close()
-            raise RunDirError(f"--out {out} is in use by a live run ({holder}); wait for it to end or choose "
-                              "another --out") from None
+        while True:
+            self.stream = self.path.open("a+")
+            try:
+                fcntl.flock(self.stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.stream.seek(0)
+                holder = self.stream.read().strip() or "unknown process"
+                self.stream.close()
+                raise RunDirError(f"--out {out} is in use by a live run ({holder}); wait for it to end or choose "
+                                  "another --out") from None
+            if self._still_named():
+                break
+            self.stream.close()  # its holder removed it between our open and our lock: lock the new one
         self.stream.seek(0)
         self.stream.truncate()
         self.stream.write(f"pid {os.getpid()} on {socket.gethostname()}, started "
                           f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         self.stream.flush()
 
+    def _still_named(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(self.stream.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
         if not self.stream.closed:
+            self.path.unlink(missing_ok=True)  # still locked: a starter that opened it retries on the new file
             fcntl.flock(self.stream, fcntl.LOCK_UN)
             self.stream.close()
 
