@@ -73,6 +73,25 @@ def test_bad_nthread_and_unavailable_cuda_are_rejected(builtin_model):
             unisim.create_backend("mujoco", model=builtin_model, num_envs=1, device="cuda")
 
 
+def test_an_unknown_option_or_a_non_bool_validate_is_a_contract_violation(builtin_model):
+    with pytest.raises(unisim.ContractViolation, match=r"options: unknown mujoco option\(s\) \['nthreadz'\]; "
+                                                      r"valid: \['nthread', 'validate'\]"):
+        unisim.create_backend("mujoco", model=builtin_model, num_envs=1, nthreadz=1)
+    with pytest.raises(unisim.ContractViolation, match="validate: expected a bool, got 'no'"):
+        unisim.create_backend("mujoco", model=builtin_model, num_envs=1, validate="no")
+
+
+def test_negative_mass_and_friction_are_refused_by_declared_minimums(backend):
+    minimums = backend.capabilities.model_field_minimums
+    assert minimums["body_mass"] == (0.0,) and minimums["geom_friction"] == (0.0, 0.0, 0.0)
+    mass = backend.model_field("body_mass")
+    bad = mass[:1].clone()
+    bad[0, 1] = -1.0
+    with pytest.raises(unisim.ContractViolation, match="body_mass"):
+        backend.set_model_field("body_mass", torch.tensor([0]), bad)
+    assert torch.equal(backend.model_field("body_mass"), mass)
+
+
 def test_accelerometer_model_fails_closed():
     xml = """<mujoco><worldbody><body><freejoint/><geom size='.1'/><site name='s'/></body></worldbody>
              <sensor><accelerometer site='s'/></sensor></mujoco>"""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,6 +44,15 @@ def create_backend(name: str, model: str | Path, num_envs: int, device: str | to
             f"name: unknown backend {name!r}; valid backends: {list(scope.active)}")
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ContractViolation(f"num_envs: expected an int >= 1, got {num_envs!r}")
+    validate = options.get("validate", True)
+    if not isinstance(validate, bool):
+        raise ContractViolation(f"validate: expected a bool, got {validate!r}")
     specs = check_requests(contact_sensors)
     module = importlib.import_module(_ADAPTER_MODULES[name])
+    accepted = inspect.signature(module.make).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):  # an adapter with named options only
+        valid = sorted(set(accepted) - {"model", "num_envs", "device", "contact_sensors"})
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise ContractViolation(f"options: unknown {name} option(s) {unknown}; valid: {valid}")
     return module.make(model=model, num_envs=num_envs, device=device, contact_sensors=specs, **options)

@@ -85,7 +85,8 @@ MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
 # mujoco_warp (float32; seen at 1e-4 on warp's CPU device) while MuJoCo C copes. Declared, so a
 # validated write refuses it and a caller that skips validation can prove its range once,
 # instead of this adapter reading a minimum to the host on every write.
-MODEL_FIELD_MINIMUMS = {"geom_friction": (1e-3, 0.0, 0.0)}
+# Negative mass is refused as on mujoco (mass 0 stays allowed: the world body holds it).
+MODEL_FIELD_MINIMUMS = {"geom_friction": (1e-3, 0.0, 0.0), "body_mass": (0.0,)}
 
 OPTIONS = ("nconmax", "njmax", "graph", "validate")
 CONTACT_FILTERS = frozenset(ContactFilter)
