@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from unilab.config import apply_overrides
 from unilab.tasks.velocity.config.g1.flat import g1_walk_flat
@@ -54,7 +56,7 @@ def test_unknown_key_is_rejected_with_the_valid_keys_listed():
                                       "rewards.velocity.params.std_lin_vel=wide", "decimation=0"])
 def test_bad_value_type_is_rejected(override):
     with pytest.raises(ValueError, match="override"):
-        apply_overrides(g1_walk_flat(), [override])
+        apply_overrides(g1_walk_flat(), override if isinstance(override, dict) else [override])
 
 
 def test_a_term_can_be_dropped_with_none():
@@ -73,3 +75,27 @@ def test_dict_overrides_with_string_values_parse_like_cli_items():
     assert cfg.commands["twist"].lin_vel_x == (-0.5, 1.5)
     assert cfg.rewards["velocity"].weights["alive"] == 2.0
     assert cfg.observations["policy"].enable_corruption is False
+
+
+@pytest.mark.parametrize(("override", "fragment"), [
+    ("rewards.velocity.weights.alive=nan", "rewards.velocity.weights.alive: Input should be a finite number"),
+    ("rewards.velocity.weight=inf", "'rewards.velocity.weight': bad value 'inf': Input should be a finite number"),
+    ("episode_length_s=1e999", "'episode_length_s': bad value inf"),
+    ("commands.twist.lin_vel_x=[2,-1]", "expected (low, high) with low <= high, got (2.0, -1.0)"),
+    ("actions.clip=[1,-1]", "'actions.clip': bad value [1, -1]"),
+    ("events.reset_joints.params.position_range=[1,-1]", "events.reset_joints: Value error, params.position_range="),
+    ("events.push.params.velocity_range={'x': (1, -1)}", "params.velocity_range.x=(1, -1)"),
+    ({"events.reset_joints.params.position_range": (0.0, float("nan"))}, "params.position_range=(0.0, nan): expected finite"),
+    ("events.push.interval_range_s=[-1,-1]", "'events.push.interval_range_s': bad value [-1, -1]"),
+    ("commands.twist.resampling_time_range_s=[-5,-1]", "expected a time range with low > 0"),
+    ("commands.twist.standing_fraction=1.5", "'commands.twist.standing_fraction'"),
+])
+def test_impossible_values_are_refused_naming_the_field(override, fragment):
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        apply_overrides(g1_walk_flat(), override if isinstance(override, dict) else [override])
+
+
+def test_every_builtin_task_config_satisfies_the_constraints():
+    for name in unilab.list_tasks():
+        config = unilab.task_config(name)
+        type(config).model_validate(config.model_dump())

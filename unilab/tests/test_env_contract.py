@@ -39,8 +39,8 @@ def test_runner_contract_shapes_and_types(make_env):
 
 @pytest.mark.parametrize("bad", [
     torch.zeros(N, 28), torch.zeros(N + 1, 29), torch.zeros(N, 29, dtype=torch.float64),
-    torch.full((N, 29), float("nan")), [[0.0] * 29] * N,
-], ids=["cols", "rows", "dtype", "nan", "list"])
+    torch.full((N, 29), float("nan")), [[0.0] * 29] * N, torch.zeros(N, 29, requires_grad=True),
+], ids=["cols", "rows", "dtype", "nan", "list", "requires_grad"])
 def test_bad_action_is_refused_naming_action_and_state_is_untouched(make_env, bad):
     env = make_env()
     env.step(torch.zeros(N, env.action_dim))
@@ -134,7 +134,10 @@ def test_a_friction_range_below_the_backends_declared_minimum_fails_at_construct
     # so the range itself is refused up front, naming the term.
     with pytest.raises(ValueError, match=r"events\[reset\] term 'friction'.*geom_friction.*declared minimums"):
         make_env(task=task, backend="mjwarp")
-    make_env(task=task, backend="mujoco")  # MuJoCo C declares no minimum
+    make_env(task=task, backend="mujoco")  # MuJoCo C's declared minimum is 0: a factor of 0 is allowed
+    negative = register_reset_friction_task("test_friction_negative", (-1.0, 1.0))
+    with pytest.raises(ValueError, match=r"events\[reset\] term 'friction'.*geom_friction.*declared minimums"):
+        make_env(task=negative, backend="mujoco")
 
 
 def test_unknown_backend_is_refused_listing_the_active_ones():

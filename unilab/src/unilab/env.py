@@ -201,6 +201,8 @@ class ManagerBasedRlEnv:
             raise ValueError(f"action: expected shape {(self.num_envs, self.action_dim)}, got {tuple(action.shape)}")
         if action.device != self.device:
             raise ValueError(f"action: expected device {self.device}, got {action.device}")
+        if action.requires_grad:  # the action manager writes into preallocated buffers
+            raise ValueError("action: expected a tensor without autograd (requires_grad=False); pass action.detach()")
         if self.cfg.validate_actions and not bool(torch.isfinite(action).all()):
             raise ValueError("action: expected finite values, got NaN or inf (env state untouched)")
 
