@@ -248,7 +248,10 @@ REAL_ENV_CASES = [
     ([], "events.reset_joints.params.position_range=[1,-1]", "params.position_range=(1, -1)"),
     ([], "events.push.interval_range_s=[-1,-1]", "'events.push.interval_range_s': bad value [-1, -1]"),
     ([], "commands.twist.resampling_time_range_s=[-5,-1]", "'commands.twist.resampling_time_range_s'"),
-    (["--task", "g1_walk_flat_dr"], "events.torso_mass.params.range=[-2,-1]", "term 'torso_mass': params.range"),
+    (["--task", "g1_walk_flat_dr"], "events.torso_mass.params.range=[-2,-1]",
+     "term 'torso_mass': randomize_body_mass: range (-2, -1) writes body_mass"),  # the backend's minimums
+    (["--task", "g1_walk_flat_dr"], "events.torso_mass.params.range=[0,1]",
+     "term 'torso_mass': params.range=(0, 1): mass factors must be > 0"),
 ]
 
 

@@ -265,7 +265,8 @@ def build_env(factory: EnvFactory, args: argparse.Namespace, device: str | None,
         return factory(args.task, backend=args.backend, num_envs=args.num_envs, device=device, seed=seed,
                        overrides=env_overrides)
     except (MemoryError, torch.OutOfMemoryError) as error:
-        raise UsageError(f"--num-envs {args.num_envs}: out of memory building the env ({error}); use fewer envs"
+        detail = f" ({error})" if str(error) else ""
+        raise UsageError(f"--num-envs {args.num_envs}: out of memory building the env{detail}; use fewer envs"
                          ) from None
     except (ValueError, KeyError) as error:  # the factory's and the config's checks name the key themselves
         raise UsageError(str(error).strip("'\"")) from None
