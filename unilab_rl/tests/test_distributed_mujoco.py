@@ -54,12 +54,13 @@ def test_nproc_with_bad_input_fails_before_launching(tmp_path):
 
 def _launch_until_logging(out: Path, *extra: str) -> subprocess.Popen:
     """Start ``unilab-train --nproc 2`` for far more steps than the test waits for; return
-    once rank 0 has written its first metrics (the ranks are training)."""
+    once rank 0 has written its first metrics record (both ranks are past the learner
+    broadcast, so both handle SIGINT and SIGTERM)."""
     argv = [a if a != "320" else "10000000" for a in ARGV]
     process = subprocess.Popen([sys.executable, "-m", "unilab_rl.cli.train", "--nproc", "2", *argv, *extra,
                                 "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
-    while not (out / "metrics.jsonl").exists():
+    while not ((out / "metrics.jsonl").exists() and (out / "metrics.jsonl").read_text()):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.2)
     return process

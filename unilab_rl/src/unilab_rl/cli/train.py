@@ -354,7 +354,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
     torch.manual_seed(seed)
     random.seed(seed)
     env = build_env(factory, args, device, seed, plan["env_overrides"])
-    sink = agent = lock = None
+    sink = agent = lock = stopper = None
     tracker = GoalTracker(plan["goals"])
     try:
         try:
@@ -369,6 +369,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         if rank is not None:
             distributed.start(rank, spec.device)
         agent, runner = build_learning(env, spec, args, plan, rank)
+        # From here a SIGINT/SIGTERM stops the run at its first step with a checkpoint (the
+        # files below, and a data-parallel peer still starting, may come after the signal).
+        stopper = StopOnSignal(runner)
         if is_main:  # every check has passed: from here on this run owns --out
             from unilab_rl.cli.metrics_sink import (
                 TrainingSink,  # tensorboard import only when training
@@ -394,15 +397,13 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         budget_seconds = None if args.minutes is None else args.minutes * 60.0
         if budget_steps is None and budget_seconds is None:
             budget_steps = runner.env_steps + 1_000_000
-        stopper = StopOnSignal(runner)
-        try:
-            result = runner.train(budget_steps, budget_seconds, progress=is_main and not args.no_progress)
-        finally:
-            stopper.restore()
+        result = runner.train(budget_steps, budget_seconds, progress=is_main and not args.no_progress)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
             _write_summary(args, result, tracker, started)
     finally:
+        if stopper is not None:
+            stopper.restore()
         if sink is not None:
             sink.close()
         env.close()
