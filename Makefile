@@ -18,6 +18,7 @@ install:
 	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,export,ppo]" -e ./ci -r requirements-dev.txt
 	$(PY) -m unilab.assets.robot_files
+	$(VENV)/bin/unilab-motion fetch
 
 g1-scene:
 	@echo $(G1_SCENE)

@@ -1,0 +1,100 @@
+"""``unilab-motion``: import motion files to the canonical clip, check clips, fetch the pinned ones.
+
+Exit codes: 0 done / every clip passed; 1 a clip failed ``check``; 2 bad input (malformed or
+unreadable file, bad option): the message names the problem and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from unilab.assets.motion.check import check_clip
+from unilab.assets.motion.importers import DEFAULT_CSV_FPS, DEFAULT_OUTPUT_FPS, export_csv, import_motion
+from unilab.assets.motion.io import MotionDataError, load_clip, save_clip
+from unilab.assets.motion.pinned import PINNED_CLIP_GROUPS, motion_root, pinned_clip_paths
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="unilab-motion", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    imp = sub.add_parser("import", help="convert a CSV / NPZ motion to a canonical clip")
+    imp.add_argument("source", type=Path, help=".csv (root xyz, quat xyzw, 29 joints) or .npz")
+    imp.add_argument("-o", "--out", type=Path, required=True, help="canonical clip to write (.npz)")
+    imp.add_argument("--fps", type=float, default=None,
+                     help=f"source rate (CSV default {DEFAULT_CSV_FPS:g}; NPZ: its own fps)")
+    imp.add_argument("--out-fps", type=float, default=DEFAULT_OUTPUT_FPS,
+                     help=f"output rate for CSV input (default {DEFAULT_OUTPUT_FPS:g}); NPZ keeps its rate")
+    imp.add_argument("--name", default=None, help="clip name (default: the source's file stem)")
+    imp.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    chk = sub.add_parser("check", help="check canonical clips against the G1 model; exit 1 if one fails")
+    chk.add_argument("clips", nargs="*", type=Path, help="canonical clip files")
+    chk.add_argument("--pinned", action="store_true", help="check the pinned clips too")
+    chk.add_argument("--json", type=Path, default=None, help="also write the reports as JSON")
+    exp = sub.add_parser("export-csv", help="write a clip's root pose and joints as an importable CSV")
+    exp.add_argument("clip", type=Path)
+    exp.add_argument("out", type=Path)
+    sub.add_parser("fetch", help="download and convert the pinned clips into the cache (make install)")
+    sub.add_parser("list", help="the pinned clips and their files")
+    return p
+
+
+def _import(args) -> int:
+    if args.out.suffix != ".npz":
+        raise MotionDataError(f"--out {args.out}: a clip file must end in .npz")
+    if args.out.exists() and not args.overwrite:
+        raise MotionDataError(f"--out {args.out} exists; pass --overwrite to replace it")
+    if args.source.suffix.lower() != ".csv" and args.out_fps != DEFAULT_OUTPUT_FPS:
+        raise MotionDataError("--out-fps applies to CSV input; an NPZ clip keeps its rate")
+    clip = import_motion(args.source, fps=args.fps, out_fps=args.out_fps, name=args.name)
+    save_clip(clip, args.out)
+    print(f"wrote {args.out}: clip {clip.name!r}, {clip.num_frames} frames at {clip.fps:g} fps "
+          f"({clip.duration_s:.2f} s); check it with `unilab-motion check {args.out}`")
+    return 0
+
+
+def _check(args) -> int:
+    paths = list(args.clips)
+    if args.pinned:
+        paths += list(pinned_clip_paths().values())
+    if not paths:
+        raise MotionDataError("check: give clip files or --pinned")
+    reports = [check_clip(load_clip(p)) for p in paths]
+    for r in reports:
+        print(r.format())
+    failed = [r.clip for r in reports if not r.ok]
+    print(f"{len(reports) - len(failed)}/{len(reports)} clips passed" + (f"; failed: {failed}" if failed else ""))
+    if args.json:
+        args.json.write_text(json.dumps([r.to_dict() for r in reports], indent=2))
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.cmd == "import":
+            return _import(args)
+        if args.cmd == "check":
+            return _check(args)
+        if args.cmd == "export-csv":
+            print(export_csv(load_clip(args.clip), args.out))
+            return 0
+        if args.cmd == "fetch":
+            pinned_clip_paths()
+            print(motion_root())
+            return 0
+        for name, path in pinned_clip_paths(fetch=False).items():
+            print(f"{name:36s} {PINNED_CLIP_GROUPS[name]:10s} {path}")
+        return 0
+    except MotionDataError as exc:
+        print(f"unilab-motion {args.cmd}: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, RuntimeError) as exc:
+        print(f"unilab-motion {args.cmd}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

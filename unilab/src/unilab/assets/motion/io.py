@@ -1,0 +1,160 @@
+"""The canonical clip file: one ``.npz`` per clip, written atomically, read without pickle.
+
+Keys (``np.load(path, allow_pickle=False)`` reads every one):
+
+============== ============ =====================================================
+key            dtype/shape  meaning
+============== ============ =====================================================
+format_version int64 ()     ``CLIP_FORMAT_VERSION`` (1); other versions are refused
+name           str ()       clip name
+fps            float64 ()   frames per second
+joint_names    str (J,)     actuated joints, the model's qpos order
+body_names     str (B,)     bodies, MuJoCo order without the world body; [0] = root
+joint_pos      float32 (T, J)     rad
+joint_vel      float32 (T, J)     rad/s
+body_pos_w     float32 (T, B, 3)  m, world frame (body frame origin)
+body_quat_w    float32 (T, B, 4)  wxyz, unit
+body_lin_vel_w float32 (T, B, 3)  m/s, world frame, of the body frame origin
+body_ang_vel_w float32 (T, B, 3)  rad/s, world frame
+============== ============ =====================================================
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from unilab.assets.motion.clip import CLIP_FORMAT_VERSION, MotionClip
+
+ARRAY_FIELDS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
+CANONICAL_KEYS = frozenset(("format_version", "name", "fps", "joint_names", "body_names") + ARRAY_FIELDS)
+# A stored quaternion may be off unit length by float32 rounding (the pinned clips: 1.2e-7);
+# anything beyond this is a broken rotation, not rounding.
+QUAT_NORM_TOL = 1e-3
+FPS_RANGE = (1.0, 1000.0)
+
+
+class MotionDataError(ValueError):
+    """Malformed motion input: the message names the file, the field and the problem."""
+
+
+def check_fps(fps: object, where: str) -> float:
+    try:
+        value = float(np.asarray(fps, dtype=np.float64).reshape(-1)[0]) if np.size(fps) == 1 else None
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not np.isfinite(value) or not FPS_RANGE[0] <= value <= FPS_RANGE[1]:
+        raise MotionDataError(f"{where}: fps must be a finite number in [{FPS_RANGE[0]:g}, {FPS_RANGE[1]:g}], "
+                              f"got {fps!r}")
+    return value
+
+
+def check_finite(name: str, array: np.ndarray, where: str) -> None:
+    bad = ~np.isfinite(array)
+    if bad.any():
+        frame = int(np.argwhere(bad)[0][0])
+        raise MotionDataError(f"{where}: {name} has {int(bad.sum())} non-finite values (first at frame {frame})")
+
+
+def check_unit_quaternions(name: str, quat: np.ndarray, where: str, tol: float = QUAT_NORM_TOL) -> None:
+    err = np.abs(np.linalg.norm(quat, axis=-1) - 1.0)
+    if (err > tol).any():
+        frame = int(np.argwhere(err > tol)[0][0])
+        raise MotionDataError(f"{where}: {name} holds non-unit quaternions (|norm - 1| up to {err.max():.3g} > "
+                              f"{tol:g}, first at frame {frame})")
+
+
+def validate_arrays(arrays: dict[str, np.ndarray], joint_names: tuple[str, ...], body_names: tuple[str, ...],
+                    where: str) -> None:
+    """Shapes, finiteness and unit quaternions of the six canonical arrays."""
+    t = arrays["joint_pos"].shape[0] if arrays["joint_pos"].ndim == 2 else -1
+    j, b = len(joint_names), len(body_names)
+    shapes = {"joint_pos": (t, j), "joint_vel": (t, j), "body_pos_w": (t, b, 3), "body_quat_w": (t, b, 4),
+              "body_lin_vel_w": (t, b, 3), "body_ang_vel_w": (t, b, 3)}
+    for field, shape in shapes.items():
+        got = tuple(arrays[field].shape)
+        if got != shape:
+            raise MotionDataError(f"{where}: {field}: expected shape {shape} (T, {j} joints, {b} bodies), got {got}")
+    if t < 2:
+        raise MotionDataError(f"{where}: expected at least 2 frames, got {t}")
+    for field in ARRAY_FIELDS:
+        check_finite(field, arrays[field], where)
+    check_unit_quaternions("body_quat_w", arrays["body_quat_w"], where)
+
+
+def save_clip(clip: MotionClip, path: str | os.PathLike) -> Path:
+    """Write ``clip`` as a canonical ``.npz`` atomically (a temp file in the same folder, then rename)."""
+    path = Path(path)
+    if path.suffix != ".npz":
+        raise MotionDataError(f"{path}: a clip file must end in .npz")
+    arrays = {f: getattr(clip, f).detach().cpu().numpy().astype(np.float32) for f in ARRAY_FIELDS}
+    validate_arrays(arrays, clip.joint_names, clip.body_names, f"clip {clip.name!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A unique sibling (same filesystem, so the rename is atomic), created with the umask's mode.
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            np.savez(f, format_version=np.int64(CLIP_FORMAT_VERSION), name=np.str_(clip.name),
+                     fps=np.float64(clip.fps), joint_names=np.array(clip.joint_names, dtype=np.str_),
+                     body_names=np.array(clip.body_names, dtype=np.str_), **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` (no pickled objects), or a MotionDataError saying why not."""
+    path = Path(path)
+    if not path.is_file():
+        raise MotionDataError(f"{path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise MotionDataError(f"{path}: not a readable .npz ({exc})") from exc
+
+
+def clip_from_arrays(name: str, fps: float, joint_names: tuple[str, ...], body_names: tuple[str, ...],
+                     arrays: dict[str, np.ndarray]) -> MotionClip:
+    tensors = {f: torch.from_numpy(np.ascontiguousarray(arrays[f], dtype=np.float32)) for f in ARRAY_FIELDS}
+    return MotionClip(name=name, fps=float(fps), joint_names=tuple(joint_names), body_names=tuple(body_names),
+                      **tensors)
+
+
+def load_clip(path: str | os.PathLike) -> MotionClip:
+    """Read a canonical clip file; anything else (or a damaged one) is a MotionDataError naming the problem."""
+    path = Path(path)
+    z = read_npz(path)
+    where = str(path)
+    missing = sorted(CANONICAL_KEYS - set(z))
+    if missing:
+        hint = " (an unconverted clip? convert it with `unilab-motion import`)" if "format_version" in missing else ""
+        raise MotionDataError(f"{where}: not a canonical clip: missing {missing}{hint}")
+    version = int(z["format_version"])
+    if version != CLIP_FORMAT_VERSION:
+        raise MotionDataError(f"{where}: format_version {version}, this unilab reads {CLIP_FORMAT_VERSION}")
+    fps = check_fps(z["fps"], where)
+    if z["joint_names"].dtype.kind != "U" or z["body_names"].dtype.kind != "U" or z["name"].dtype.kind != "U":
+        raise MotionDataError(f"{where}: name, joint_names and body_names must be string arrays")
+    joint_names = tuple(str(n) for n in z["joint_names"].reshape(-1))
+    body_names = tuple(str(n) for n in z["body_names"].reshape(-1))
+    arrays = {f: z[f] for f in ARRAY_FIELDS}
+    for f in ARRAY_FIELDS:
+        if arrays[f].dtype != np.float32:
+            raise MotionDataError(f"{where}: {f}: expected float32, got {arrays[f].dtype}")
+    validate_arrays(arrays, joint_names, body_names, where)
+    return clip_from_arrays(str(z["name"]), fps, joint_names, body_names, arrays)
+
+
+def clip_arrays(clip: MotionClip) -> dict[str, np.ndarray]:
+    """The six arrays of a clip as float64 NumPy (for checks and exports)."""
+    return {f: getattr(clip, f).detach().cpu().numpy().astype(np.float64) for f in ARRAY_FIELDS}

@@ -1,0 +1,101 @@
+"""A motion library: several clips of one model at one rate, sampled by weight."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from unilab.assets.motion.clip import MotionClip
+from unilab.assets.motion.io import ARRAY_FIELDS, MotionDataError, load_clip
+
+
+@dataclass(frozen=True)
+class MotionLibrary:
+    """Clips sharing joint/body names and fps; ``weights`` (K,) float32 sums to 1.
+
+    ``stacked()`` concatenates the clips along time for batched indexing on a device:
+    frame ``f`` of clip ``k`` is row ``frame_offset[k] + f``.
+    """
+
+    clips: tuple[MotionClip, ...]
+    weights: torch.Tensor
+
+    def __post_init__(self) -> None:
+        if not self.clips:
+            raise MotionDataError("a motion library needs at least one clip")
+        first = self.clips[0]
+        for clip in self.clips[1:]:
+            if clip.joint_names != first.joint_names or clip.body_names != first.body_names:
+                raise MotionDataError(f"clip {clip.name!r}: joint/body names differ from clip {first.name!r}")
+            if clip.fps != first.fps:
+                raise MotionDataError(f"clip {clip.name!r}: {clip.fps:g} fps, clip {first.name!r} {first.fps:g} fps; "
+                                      "a library has one rate (re-import at one --out-fps)")
+        if tuple(self.weights.shape) != (len(self.clips),) or self.weights.dtype != torch.float32:
+            raise MotionDataError(f"weights: expected float32 ({len(self.clips)},), got {self.weights.dtype} "
+                                  f"{tuple(self.weights.shape)}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.clips)
+
+    @property
+    def fps(self) -> float:
+        return self.clips[0].fps
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.clips[0].joint_names
+
+    @property
+    def body_names(self) -> tuple[str, ...]:
+        return self.clips[0].body_names
+
+    def num_frames(self) -> torch.Tensor:
+        return torch.tensor([c.num_frames for c in self.clips], dtype=torch.int64)
+
+    def sample(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(num,) int64 clip indices drawn with replacement by weight."""
+        return torch.multinomial(self.weights, num, replacement=True, generator=generator)
+
+    def stacked(self) -> dict[str, torch.Tensor]:
+        """The six arrays concatenated over clips, plus ``frame_offset`` and ``num_frames`` (K,) int64."""
+        lengths = self.num_frames()
+        out = {f: torch.cat([getattr(c, f) for c in self.clips]) for f in ARRAY_FIELDS}
+        out["num_frames"] = lengths
+        out["frame_offset"] = torch.cumsum(lengths, 0) - lengths
+        return out
+
+
+def _resolve(item: str | os.PathLike) -> Path:
+    from unilab.assets.motion.pinned import PINNED_CLIP_GROUPS, pinned_clip_paths
+
+    if isinstance(item, str) and item in PINNED_CLIP_GROUPS:
+        return pinned_clip_paths()[item]
+    path = Path(item)
+    if not path.is_file():
+        raise MotionDataError(f"{item!s}: neither a clip file nor a pinned clip name "
+                              f"(pinned: {sorted(PINNED_CLIP_GROUPS)})")
+    return path
+
+
+def load_library(paths_or_names: Sequence[str | os.PathLike] | str | os.PathLike,
+                 weights: Sequence[float] | None = None) -> MotionLibrary:
+    """Clips by file path or pinned name; ``weights`` per clip (default: uniform), normalized to sum 1."""
+    if isinstance(paths_or_names, (str, os.PathLike)):
+        paths_or_names = [paths_or_names]
+    clips = tuple(load_clip(_resolve(item)) for item in paths_or_names)
+    if weights is None:
+        w = [1.0] * len(clips)
+    else:
+        w = [float(x) for x in weights]
+        if len(w) != len(clips):
+            raise MotionDataError(f"weights: {len(w)} values for {len(clips)} clips")
+        if any(not math.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
+            raise MotionDataError(f"weights must be finite, >= 0 and not all 0, got {w}")
+    total = sum(w)
+    return MotionLibrary(clips, torch.tensor([x / total for x in w], dtype=torch.float32))
