@@ -176,6 +176,20 @@ def _command_cfg(name: str, value: Any) -> Any:
     return cls.model_validate(value)
 
 
+class ContactSensorCfg(Strict):
+    """Contact sensing asked of the backend when it is built (``views().contacts[name]``):
+    the net contact force on each of ``bodies`` (world frame) and ``|force| > force_threshold``.
+    At most one filter: contacts with ``with_bodies`` (``"world"``: the static scene), with
+    ``with_geoms``, or with the robot's own bodies (``with_self``). A backend that does not
+    declare contact sensing (or the filter) refuses the env at construction."""
+
+    bodies: tuple[str, ...] = Field(min_length=1)
+    with_bodies: tuple[str, ...] = ()
+    with_geoms: tuple[str, ...] = ()
+    with_self: bool = False
+    force_threshold: float = Field(default=1.0, ge=0.0)
+
+
 class ActionCfg(Strict):
     """Joint position targets: ctrl = offset + scale * clip(action)."""
 
@@ -203,6 +217,7 @@ class EnvCfg(Strict):
     decimation: int = Field(default=4, ge=1)
     episode_length_s: float = Field(default=20.0, gt=0.0)
     actions: ActionCfg = Field(default_factory=ActionCfg)
+    contact_sensors: dict[str, ContactSensorCfg] = Field(default_factory=dict)
     sensors: dict[str, SensorCfg] = Field(default_factory=dict)
     observations: dict[str, ObsGroupCfg] = Field(default_factory=dict)
     rewards: dict[str, RewardTermCfg] = Field(default_factory=dict)

@@ -68,8 +68,9 @@ class ManagerBasedRlEnv:
             raise ValueError(f"num_envs: expected an int >= 1, got {num_envs!r}")
         self.cfg = cfg
         options = {"validate": False, **cfg.backend_options}  # our own inputs are checked here
+        contacts = [unisim.ContactSensorSpec(name=name, **c.model_dump()) for name, c in cfg.contact_sensors.items()]
         self.backend = unisim.create_backend(backend, model=str(cfg.scene()), num_envs=num_envs,
-                                             device=device, **options)
+                                             device=device, contact_sensors=contacts, **options)
         try:
             self._build(cfg, num_envs, seed)
         except BaseException:

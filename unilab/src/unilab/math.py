@@ -73,3 +73,38 @@ def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
     return torch.remainder(angle + torch.pi, 2.0 * torch.pi) - torch.pi
+
+
+def quat_conjugate(quat: torch.Tensor) -> torch.Tensor:
+    """The inverse rotation of a unit quaternion."""
+    return quat * constant((1.0, -1.0, -1.0, -1.0), quat.device)
+
+
+def yaw_quat(quat: torch.Tensor) -> torch.Tensor:
+    """The rotation about world z that has the heading of ``quat``."""
+    return quat_from_yaw(yaw_from_quat(quat))
+
+
+def quat_error_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Angle (rad, in [0, pi]) of the rotation taking ``b`` to ``a``."""
+    d = quat_mul(a, quat_conjugate(b))
+    # atan2 of the vector part's norm keeps precision near zero, where acos(w) does not.
+    return 2.0 * torch.atan2(torch.linalg.vector_norm(d[..., 1:], dim=-1), d[..., 0].abs())
+
+
+def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+    """wxyz of the rotation R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)
+    cp, sp = torch.cos(0.5 * pitch), torch.sin(0.5 * pitch)
+    cy, sy = torch.cos(0.5 * yaw), torch.sin(0.5 * yaw)
+    return torch.stack((cy * cp * cr + sy * sp * sr, cy * cp * sr - sy * sp * cr,
+                        cy * sp * cr + sy * cp * sr, sy * cp * cr - cy * sp * sr), dim=-1)
+
+
+def matrix_first_two_columns(quat: torch.Tensor) -> torch.Tensor:
+    """The rotation matrix's first two columns, flattened row-major to (..., 6): a continuous
+    orientation encoding (no double cover, no wrap)."""
+    w, x, y, z = quat.unbind(-1)
+    return torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z),
+                        2 * (x * y + w * z), 1 - 2 * (x * x + z * z),
+                        2 * (x * z - w * y), 2 * (y * z + w * x)), dim=-1)

@@ -9,7 +9,7 @@ from typing import Any
 from unilab.config import EnvCfg, apply_overrides
 
 _TASKS: dict[str, Callable[[], EnvCfg]] = {}
-_BUILTIN_MODULES = ("unilab.tasks.velocity.config.g1.flat",)
+_BUILTIN_MODULES = ("unilab.tasks.velocity.config.g1.flat", "unilab.tasks.tracking.config.g1.tracking")
 
 
 def register_task(name: str, build: Callable[[], EnvCfg]) -> None:

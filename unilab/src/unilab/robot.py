@@ -204,6 +204,14 @@ class RobotState:
     def sensordata(self) -> torch.Tensor:
         return self.views.sensordata
 
+    def contact(self, name: str, owner: str):
+        """The live contact view ``name`` (``force_w`` (N, n, 3), ``in_contact`` (N, n)) the
+        env asked the backend for under ``EnvCfg.contact_sensors``."""
+        contacts = self.views.contacts
+        if name not in contacts:
+            raise ValueError(f"{owner}: unknown contact sensor {name!r}; configured: {sorted(contacts)}")
+        return contacts[name]
+
     def cached(self, key: str, fn) -> torch.Tensor:
         """Share a term-defined derived quantity for the current state."""
         return self._get(key, fn)

@@ -152,3 +152,13 @@ def g1_scene_path(with_meshes: bool = False) -> Path:
         tmp.write_text(xml)
         tmp.replace(path)
     return path
+
+
+def g1_action_scale() -> dict[str, float]:
+    """0.25 * effort / kp per joint: a unit action moves a joint by a quarter of the
+    deflection at which its PD controller saturates (mjlab's G1_ACTION_SCALE)."""
+    out = {}
+    for joint in G1_JOINT_NAMES:
+        armature, effort = joint_motor(joint)
+        out[joint] = 0.25 * effort / (armature * NATURAL_FREQ**2)
+    return out

@@ -1,10 +1,8 @@
-"""G1 constants the velocity owners use: feet, torso, reset keyframe, posture tolerances,
-action scale. They belong to the robot, not to the generic runtime's defaults."""
+"""G1 constants the velocity owners use: feet, torso, reset keyframe, posture tolerances
+(the action scale is the robot's own: ``unilab.assets.g1_scene.g1_action_scale``). They
+belong to the robot and the task, not to the generic runtime's defaults."""
 
 from __future__ import annotations
-
-from unilab.assets import G1_JOINT_NAMES
-from unilab.assets.g1_scene import NATURAL_FREQ, joint_motor
 
 RESET_KEYFRAME = "knees_bent"
 TORSO = "torso_link"
@@ -25,13 +23,3 @@ POSTURE = {
     "walking_threshold": 0.05,
     "running_threshold": 1.5,
 }
-
-
-def action_scale() -> dict[str, float]:
-    """0.25 * effort / kp per joint: a unit action moves a joint by a quarter of the
-    deflection at which its PD controller saturates (mjlab's G1_ACTION_SCALE)."""
-    out = {}
-    for joint in G1_JOINT_NAMES:
-        armature, effort = joint_motor(joint)
-        out[joint] = 0.25 * effort / (armature * NATURAL_FREQ**2)
-    return out

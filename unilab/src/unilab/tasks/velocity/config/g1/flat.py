@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from unilab.assets import g1_scene_path
+from unilab.assets.g1_scene import g1_action_scale
 from unilab.config import (
     ActionCfg,
     CurriculumTermCfg,
@@ -27,7 +28,7 @@ from unilab.config import (
 )
 from unilab.evaluation import register_evaluation
 from unilab.registry import register_task
-from unilab.tasks.velocity.config.g1.constants import CONTACT_HEIGHT, FEET, POSTURE, RESET_KEYFRAME, TORSO, action_scale
+from unilab.tasks.velocity.config.g1.constants import CONTACT_HEIGHT, FEET, POSTURE, RESET_KEYFRAME, TORSO
 from unilab.tasks.velocity.evaluation import VelocitySweep, VelocitySweepCfg
 from unilab.tasks.velocity.mdp import curriculum as vel_cur
 from unilab.tasks.velocity.mdp import observations as vel_obs
@@ -94,7 +95,7 @@ def g1_walk_flat() -> EnvCfg:
         decimation=4,
         episode_length_s=20.0,
         reset_keyframe=RESET_KEYFRAME,
-        actions=ActionCfg(scale=action_scale(), use_default_offset=True),
+        actions=ActionCfg(scale=g1_action_scale(), use_default_offset=True),
         sensors={"feet": SensorCfg(func=FeetContact, params={"bodies": FEET, "contact_height": CONTACT_HEIGHT})},
         commands={COMMAND: UniformVelocityCommandCfg(lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5),
                                                      ang_vel_z=(-1.0, 1.0), resampling_time_range_s=(3.0, 8.0),

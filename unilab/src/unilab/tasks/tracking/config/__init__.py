@@ -1,0 +1,1 @@
+"""Robot configurations of the tracking task, one folder per robot."""

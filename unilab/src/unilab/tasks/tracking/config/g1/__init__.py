@@ -1,0 +1,1 @@
+"""The Unitree G1 (29 DoF) owners of the tracking task."""

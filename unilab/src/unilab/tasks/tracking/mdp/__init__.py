@@ -1,0 +1,1 @@
+"""Terms of the motion-tracking task."""

@@ -1,0 +1,63 @@
+"""Reset event of the tracking task: every episode starts on its sampled reference frame."""
+
+from __future__ import annotations
+
+import torch
+
+from unilab import math as lm
+from unilab.tasks.tracking.mdp.commands import MotionCommand
+from unilab.terms.rewards import soft_joint_limits
+
+_POSE_AXES = ("x", "y", "z", "roll", "pitch", "yaw")
+
+
+class reset_from_motion:
+    """Writes, for every row, the reference state of the command's current frame into the
+    transaction (only the rows starting an episode are committed): root pose and velocity,
+    joint positions and velocities, each with uniform noise. Joint positions stay inside the
+    soft joint limits. Runs after the command drew the new episodes' frames.
+
+    params: command_name; pose_range / velocity_range (axis -> (lo, hi); axes x y z roll
+    pitch yaw; velocities in the world frame); joint_position_range (lo, hi) rad;
+    soft_factor (fraction of each joint range kept)."""
+
+    def __init__(self, cfg, env) -> None:
+        p = cfg.params
+        self.command = env.command_manager.term(p["command_name"], "reset_from_motion")
+        if not isinstance(self.command, MotionCommand):
+            raise ValueError(f"command {p['command_name']!r} is a {type(self.command).__name__}, not a MotionCommand")
+        dev = env.device
+
+        def ranges(table: dict, what: str) -> tuple[torch.Tensor, torch.Tensor]:
+            unknown = set(table) - set(_POSE_AXES)
+            if unknown:
+                raise ValueError(f"{what}: unknown axes {sorted(unknown)}; valid: {list(_POSE_AXES)}")
+            lo = torch.tensor([table.get(a, (0.0, 0.0))[0] for a in _POSE_AXES], device=dev)
+            hi = torch.tensor([table.get(a, (0.0, 0.0))[1] for a in _POSE_AXES], device=dev)
+            return lo, hi
+
+        self.pose_lo, self.pose_hi = ranges(p.get("pose_range", {}), "pose_range")
+        self.vel_lo, self.vel_hi = ranges(p.get("velocity_range", {}), "velocity_range")
+        self.joint_lo, self.joint_hi = p.get("joint_position_range", (0.0, 0.0))
+        self.soft_lo, self.soft_hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
+
+    def _uniform(self, env, shape, lo, hi) -> torch.Tensor:
+        return lo + (hi - lo) * torch.rand(shape, generator=env.rng, device=env.device)
+
+    def __call__(self, env, txn) -> None:
+        robot, n = env.robot, txn.reset_qpos.shape[0]
+        pos, quat, lin_vel, ang_vel_w = self.command.ref_root_state
+        pose = self._uniform(env, (n, 6), self.pose_lo, self.pose_hi)
+        vel = self._uniform(env, (n, 6), self.vel_lo, self.vel_hi)
+        quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), quat)
+        a, b = robot.root_qpos_adr, robot.root_qvel_adr
+        txn.reset_qpos[:, a:a + 3] = pos + pose[:, :3]
+        txn.reset_qpos[:, a + 3:a + 7] = quat
+        txn.reset_qvel[:, b:b + 3] = lin_vel + vel[:, :3]
+        # The free joint's angular velocity is in the body frame.
+        txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
+        joints = self.command.ref_joint_pos
+        if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
+            joints = joints + self._uniform(env, joints.shape, self.joint_lo, self.joint_hi)
+        txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(joints, self.soft_lo, self.soft_hi)
+        txn.reset_qvel[:, robot.joint_qvel_index] = self.command.library.joint_vel[self.command.index]

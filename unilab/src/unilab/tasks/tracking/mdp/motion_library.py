@@ -1,0 +1,54 @@
+"""Clips on the env device, flattened: one row per frame of every clip.
+
+A frame is addressed by a global index ``start[clip] + frame``; every per-frame tensor is
+indexed with it, so looking up the reference of all envs is one gather per quantity, with
+no per-env Python. Only what the task reads is kept: the joint state, the root (free-joint
+body) state and the states of the tracked bodies (the anchor among them).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from unilab.assets.motion import MotionClip
+
+
+class MotionLibrary:
+    def __init__(self, clips: list[MotionClip], joint_names: tuple[str, ...], root_body: str,
+                 tracked_bodies: tuple[str, ...], fps: float, device: torch.device, owner: str) -> None:
+        if not clips:
+            raise ValueError(f"{owner}: no clips")
+        for clip in clips:
+            if tuple(clip.joint_names) != tuple(joint_names):
+                raise ValueError(f"{owner}: clip {clip.name!r} joints {list(clip.joint_names)} are not the robot's "
+                                 f"actuated joints in action order {list(joint_names)}")
+            missing = [b for b in (root_body, *tracked_bodies) if b not in clip.body_names]
+            if missing:
+                raise ValueError(f"{owner}: clip {clip.name!r} has no bodies {missing}; it has {list(clip.body_names)}")
+            if abs(clip.fps - fps) > 1e-6 * fps:
+                raise ValueError(f"{owner}: clip {clip.name!r} is at {clip.fps:g} fps, the env steps at {fps:g} Hz; "
+                                 f"import it at {fps:g} fps (unilab-motion import --fps {fps:g})")
+        self.names = [c.name for c in clips]
+        self.num_clips = len(clips)
+        lengths = [c.num_frames for c in clips]
+        self.length = torch.tensor(lengths, dtype=torch.int64, device=device)
+        self.start = torch.cumsum(self.length, 0) - self.length
+
+        def cat(get) -> torch.Tensor:
+            return torch.cat([get(c) for c in clips]).to(device)
+
+        idx = lambda c, names: [c.body_names.index(b) for b in names]
+        self.joint_pos = cat(lambda c: c.joint_pos)
+        self.joint_vel = cat(lambda c: c.joint_vel)
+        root = lambda c: c.body_names.index(root_body)
+        self.root_pos = cat(lambda c: c.body_pos_w[:, root(c)])
+        self.root_quat = cat(lambda c: c.body_quat_w[:, root(c)])
+        self.root_lin_vel = cat(lambda c: c.body_lin_vel_w[:, root(c)])
+        self.root_ang_vel = cat(lambda c: c.body_ang_vel_w[:, root(c)])
+        self.body_pos = cat(lambda c: c.body_pos_w[:, idx(c, tracked_bodies)])
+        self.body_quat = cat(lambda c: c.body_quat_w[:, idx(c, tracked_bodies)])
+        self.body_lin_vel = cat(lambda c: c.body_lin_vel_w[:, idx(c, tracked_bodies)])
+        self.body_ang_vel = cat(lambda c: c.body_ang_vel_w[:, idx(c, tracked_bodies)])
+
+    def index(self, clip: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
+        return self.start[clip] + frame

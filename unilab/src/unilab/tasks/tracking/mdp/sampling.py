@@ -1,0 +1,81 @@
+"""Where episodes start in the clips: adaptive, uniform or at the first frame.
+
+Each clip is cut into bins of ``bin_frames`` frames. Adaptive sampling (BeyondMimic's)
+keeps, per bin, an exponential moving average of how many episodes failed (terminated,
+not timed out) in it, adds a uniform floor (``uniform_ratio`` spread over the bins), lets
+each bin also borrow the failures of the next ``kernel_size - 1`` bins of its clip,
+weighted ``lambda ** distance`` (start a little before where it goes wrong), and samples
+bins in proportion. Clips are picked by ``weights`` first. Everything is a tensor op over
+all bins and all envs: sampling needs no row list and no host sync.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+class StartSampler:
+    def __init__(self, lengths: list[int], weights: list[float], bin_frames: int, mode: str, uniform_ratio: float,
+                 alpha: float, kernel_size: int, decay: float, device: torch.device) -> None:
+        self.mode, self.alpha, self.uniform_ratio = mode, alpha, uniform_ratio
+        # Start frames leave at least one step before the clip's last frame.
+        usable = [max(n - 1, 1) for n in lengths]
+        bins = [math.ceil(u / bin_frames) for u in usable]
+        self.num_bins = sum(bins)
+        self.bin_clip = torch.repeat_interleave(torch.arange(len(bins), device=device),
+                                                torch.tensor(bins, device=device))
+        self.bin_offset = torch.tensor([sum(bins[:c]) for c in range(len(bins))], dtype=torch.int64, device=device)
+        self.clip_bins = torch.tensor(bins, dtype=torch.int64, device=device)
+        self.bin_first = (torch.arange(self.num_bins, device=device) - self.bin_offset[self.bin_clip]) * bin_frames
+        self.usable = torch.tensor(usable, dtype=torch.int64, device=device)
+        self.bin_size = torch.minimum(torch.full_like(self.bin_first, bin_frames),
+                                      self.usable[self.bin_clip] - self.bin_first)
+        self.bin_frames = bin_frames
+        w = torch.tensor(weights, dtype=torch.float32, device=device)
+        self.clip_weight = w / w.sum()
+        self.kernel = [decay ** i for i in range(kernel_size)]
+        self.failed = torch.zeros(self.num_bins, device=device)  # EMA of failures per bin
+        self.probabilities = self._probabilities()
+
+    def bin_of(self, clip: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
+        return self.bin_offset[clip] + torch.minimum(frame // self.bin_frames, self.clip_bins[clip] - 1)
+
+    def record(self, clip: torch.Tensor, frame: torch.Tensor, failed: torch.Tensor) -> None:
+        """Fold this step's failures (``failed`` (N,) bool, at the envs' current frames)
+        into the moving average."""
+        counts = torch.zeros_like(self.failed).index_add_(0, self.bin_of(clip, frame), failed.float())
+        self.failed.mul_(1.0 - self.alpha).add_(self.alpha * counts)
+        self.probabilities = self._probabilities()
+
+    def _probabilities(self) -> torch.Tensor:
+        """Per bin: P(clip) * P(bin | clip)."""
+        if self.mode == "adaptive":
+            p = self.failed + self.uniform_ratio / self.num_bins
+            smoothed = p.clone()
+            for k, weight in enumerate(self.kernel[1:], start=1):  # failures k bins ahead, same clip only
+                ahead = torch.zeros_like(p)
+                ahead[:-k] = p[k:] * (self.bin_clip[:-k] == self.bin_clip[k:])
+                smoothed = smoothed + weight * ahead
+            p = smoothed
+        else:
+            p = self.bin_size.float()  # uniform over frames
+        per_clip = torch.zeros_like(self.clip_weight).index_add_(0, self.bin_clip, p)
+        return p / per_clip[self.bin_clip] * self.clip_weight[self.bin_clip]
+
+    def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(clip, frame) for ``n`` envs."""
+        bins = torch.multinomial(self.probabilities, n, replacement=True, generator=generator)
+        clip = self.bin_clip[bins]
+        if self.mode == "start":
+            return clip, torch.zeros_like(clip)
+        u = torch.rand(n, generator=generator, device=bins.device)
+        frame = self.bin_first[bins] + (u * self.bin_size[bins]).long()
+        return clip, torch.minimum(frame, self.usable[clip] - 1)
+
+    def entropy_and_top(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Normalized entropy of the bin distribution (1 = uniform) and its largest probability."""
+        p = self.probabilities
+        entropy = -(p * torch.log(p.clamp(min=1e-12))).sum() / math.log(max(self.num_bins, 2))
+        return entropy, p.max()

@@ -1,0 +1,111 @@
+"""g1_motion_tracking: on the reference after a reset, its observation layout, clip ends,
+adaptive start sampling, and a sync-free step. The reference clip is made here by forward
+kinematics of the project's G1 (tests/fk_clip.py), so these tests need no downloaded data."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from fk_clip import synthetic_clip
+from unilab.assets.motion.io import save_clip
+from unilab.tasks.tracking.mdp.sampling import StartSampler
+from unisim.host_sync import HostSyncProbe
+
+from unilab import math as lm
+
+N = 4
+
+
+@pytest.fixture(scope="module")
+def clip_file(tmp_path_factory):
+    return str(save_clip(synthetic_clip(frames=150), tmp_path_factory.mktemp("clips") / "fk_sway.npz"))
+
+
+def _overrides(clip_file, **extra):
+    return {"commands.motion.clips": [clip_file], "events.push": None, "validate_actions": False,
+            "events.reset_from_motion.params": {"command_name": "motion"}, **extra}  # no reset noise
+
+
+@pytest.mark.parametrize("backend", ["mujoco", "mjwarp", pytest.param("genesis", marks=pytest.mark.slow)])
+def test_right_after_a_reset_the_robot_is_on_the_reference(make_env, clip_file, backend):
+    env = make_env(task="g1_motion_tracking", backend=backend, num_envs=N, overrides=_overrides(clip_file))
+    motion = env.command_manager.term("motion")
+    assert motion.frame.min() >= 0 and motion.frame.max() <= 148
+    rel_pos, rel_quat = motion.relative()
+    pos_err = torch.linalg.vector_norm(motion.robot_body_pos_w - motion.ref_body_pos_w, dim=-1).max().item()
+    rot_err = lm.quat_error_magnitude(motion.robot_body_quat_w, motion.ref_body_quat_w).max().item()
+    rel_err = torch.linalg.vector_norm(motion.robot_body_pos_w - rel_pos, dim=-1).max().item()
+    assert pos_err < 1e-3 and rel_err < 1e-3, (pos_err, rel_err)
+    assert rot_err < 1e-3, rot_err
+    assert torch.allclose(env.robot.joint_pos, motion.ref_joint_pos, atol=1e-5)
+
+
+def test_observation_layout_is_beyondmimics(make_env, clip_file):
+    env = make_env(task="g1_motion_tracking", num_envs=N, overrides=_overrides(clip_file))
+    assert env.observation_spec == {"policy": 160, "critic": 286}
+    blind = make_env(task="g1_motion_tracking_no_state_estimation", num_envs=N, overrides=_overrides(clip_file))
+    assert blind.observation_spec == {"policy": 154, "critic": 286}
+    assert {"metrics/motion/error_body_pos", "metrics/motion/sampling_entropy", "reward/body_pos",
+            "termination/clip_end"} <= set(env.metric_names)
+
+
+def test_a_clip_end_is_a_time_out_and_the_reference_advances_one_frame_per_step(make_env, clip_file):
+    env = make_env(task="g1_motion_tracking", num_envs=N, overrides=_overrides(
+        clip_file, **{"commands.motion.sampling": "start", "terminations.tracking.params.anchor_height": 10.0,
+                      "terminations.tracking.params.anchor_ori": 10.0,
+                      "terminations.tracking.params.end_effector_height": 10.0, "episode_length_s": 100.0}))
+    motion = env.command_manager.term("motion")
+    assert motion.frame.tolist() == [0] * N
+    hold = torch.zeros(N, env.action_dim)
+    for k in range(149):  # frames 0 .. 149
+        _, _, terminated, truncated, _ = env.step(hold)
+        assert not (terminated | truncated).any(), k
+        assert motion.frame.tolist() == [k + 1] * N
+    _, _, terminated, truncated, _ = env.step(hold)  # the step scored against the last frame
+    assert truncated.all() and not terminated.any()
+    assert motion.frame.tolist() == [0] * N  # new episodes from the start
+    assert env.flush_metrics()["termination/clip_end"] == N
+
+
+def _sampler(mode="adaptive", lengths=(301,), alpha=0.5):
+    return StartSampler(list(lengths), [1.0] * len(lengths), 50, mode, uniform_ratio=0.1, alpha=alpha,
+                        kernel_size=1, decay=0.8, device=torch.device("cpu"))
+
+
+def test_adaptive_sampling_concentrates_on_bins_that_fail_and_is_uniform_without_failures():
+    sampler = _sampler()
+    assert sampler.num_bins == 6
+    assert torch.allclose(sampler.probabilities, torch.full((6,), 1 / 6))
+    clip = torch.zeros(64, dtype=torch.int64)
+    frame = torch.full((64,), 210)  # bin 4
+    for _ in range(20):
+        sampler.record(clip, frame, torch.ones(64, dtype=torch.bool))
+    p = sampler.probabilities
+    assert p.argmax().item() == 4 and p[4] > 0.9
+    _, frames = sampler.sample(4000, torch.Generator().manual_seed(0))
+    assert ((frames >= 200) & (frames < 250)).float().mean() > 0.85
+    entropy, top = sampler.entropy_and_top()
+    assert entropy < 0.5 and top == p.max()
+
+
+def test_uniform_and_start_modes_and_the_same_seed_gives_the_same_starts():
+    uniform = _sampler("uniform", lengths=(101, 51))
+    clip, frame = uniform.sample(20000, torch.Generator().manual_seed(1))
+    assert 0.45 < (clip == 0).float().mean() < 0.55  # equal clip weights
+    assert frame[clip == 0].max() <= 99 and frame[clip == 1].max() <= 49  # one step before the last frame
+    a = uniform.sample(100, torch.Generator().manual_seed(7))
+    b = uniform.sample(100, torch.Generator().manual_seed(7))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    _, start = _sampler("start").sample(50, torch.Generator().manual_seed(0))
+    assert start.eq(0).all()
+
+
+def test_a_tracking_step_with_resets_makes_no_host_sync_on_mjwarp(make_env, clip_file):
+    env = make_env(task="g1_motion_tracking", backend="mjwarp", num_envs=N, overrides={
+        "commands.motion.clips": [clip_file], "validate_actions": False})
+    env.step(torch.zeros(N, env.action_dim))
+    with HostSyncProbe() as probe:
+        for _ in range(3):
+            env.step(torch.ones(N, env.action_dim))  # falls and resets along the way
+    assert probe.syncs == []
+    assert probe.op_count > 100
