@@ -122,9 +122,12 @@ def import_csv(path: str | os.PathLike, fps: float = DEFAULT_CSV_FPS, out_fps: f
     data = read_csv(path)
     if len(data) < 2:
         raise MotionDataError(f"{path}: expected at least 2 frames, got {len(data)}")
-    check_finite("CSV values", data, str(path))
+    if not np.isfinite(data).all():
+        row, col = (int(i) for i in np.argwhere(~np.isfinite(data))[0])
+        raise MotionDataError(f"{path}: {int((~np.isfinite(data)).sum())} non-finite values (first at row {row + 1}, "
+                              f"column {col + 1})")
     root_pos, quat_xyzw, joint_pos = data[:, :3], data[:, 3:7], data[:, 7:]
-    check_unit_quaternions("root quaternion (columns 4-7, xyzw)", quat_xyzw, str(path))
+    check_unit_quaternions("root quaternion (columns 4-7, xyzw)", quat_xyzw, str(path), csv_rows=True)
     root_quat = quat_xyzw[:, [3, 0, 1, 2]]
     root_quat = root_quat / np.linalg.norm(root_quat, axis=-1, keepdims=True)
     root_pos, root_quat, joint_pos = resample(root_pos, root_quat, joint_pos, src_fps, out_fps)
@@ -170,8 +173,9 @@ def import_named_npz(z: dict[str, np.ndarray], where: str, fps: float | None, na
     unknown_b = [n for n in (body_names or ()) if n not in model_bodies]
     if unknown_j or unknown_b:
         parts = ([f"joint names {unknown_j}"] if unknown_j else []) + ([f"body names {unknown_b}"] if unknown_b else [])
-        raise MotionDataError(f"{where}: {' and '.join(parts)} do not map onto the G1 model "
-                              f"(its joints: {list(model_joints)}; its bodies: {list(model_bodies)})")
+        known = ([f"its joints: {list(model_joints)}"] if unknown_j else []) + \
+            ([f"its bodies: {list(model_bodies)}"] if unknown_b else [])
+        raise MotionDataError(f"{where}: {' and '.join(parts)} do not map onto the G1 model ({'; '.join(known)})")
     dup = sorted({n for n in hinge_names if hinge_names.count(n) > 1} |
                  {n for n in (body_names or ()) if body_names.count(n) > 1})
     if dup:

@@ -49,24 +49,28 @@ def check_fps(fps: object, where: str) -> float:
     except (TypeError, ValueError):
         value = None
     if value is None or not np.isfinite(value) or not FPS_RANGE[0] <= value <= FPS_RANGE[1]:
+        shown = np.asarray(fps).tolist() if isinstance(fps, np.ndarray) else fps
         raise MotionDataError(f"{where}: fps must be a finite number in [{FPS_RANGE[0]:g}, {FPS_RANGE[1]:g}], "
-                              f"got {fps!r}")
+                              f"got {shown!r}")
     return value
 
 
 def check_finite(name: str, array: np.ndarray, where: str) -> None:
     bad = ~np.isfinite(array)
     if bad.any():
-        frame = int(np.argwhere(bad)[0][0])
-        raise MotionDataError(f"{where}: {name} has {int(bad.sum())} non-finite values (first at frame {frame})")
+        first = [int(i) for i in np.argwhere(bad)[0]]
+        at = f"frame {first[0]}" + (f", index {tuple(first[1:])}" if len(first) > 1 else "")
+        raise MotionDataError(f"{where}: {name} has {int(bad.sum())} non-finite values (first at {at})")
 
 
-def check_unit_quaternions(name: str, quat: np.ndarray, where: str, tol: float = QUAT_NORM_TOL) -> None:
+def check_unit_quaternions(name: str, quat: np.ndarray, where: str, tol: float = QUAT_NORM_TOL,
+                           csv_rows: bool = False) -> None:
     err = np.abs(np.linalg.norm(quat, axis=-1) - 1.0)
     if (err > tol).any():
         frame = int(np.argwhere(err > tol)[0][0])
+        at = f"row {frame + 1}" if csv_rows else f"frame {frame}"
         raise MotionDataError(f"{where}: {name} holds non-unit quaternions (|norm - 1| up to {err.max():.3g} > "
-                              f"{tol:g}, first at frame {frame})")
+                              f"{tol:g}, first at {at})")
 
 
 def validate_arrays(arrays: dict[str, np.ndarray], joint_names: tuple[str, ...], body_names: tuple[str, ...],
