@@ -27,6 +27,7 @@ check:
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check unisim-core unilab unilab_rl ci
 	$(PY) -m unilab_gates.manifests
+	$(PY) -m unilab_gates.task_records
 
 test:
 	$(PYTEST) -m "not slow" unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)

@@ -29,10 +29,7 @@ checkpoint, missing export packages), 4 the exported policy disagrees with torch
 from __future__ import annotations
 
 import argparse
-import enum
-import hashlib
 import importlib.metadata
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,31 +59,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def stable_config(value: Any) -> Any:
-    """``value`` as plain JSON data that is the same in every process: mappings with sorted
-    keys, tuples as lists, callables and classes by ``module:qualname``."""
-    if isinstance(value, dict):
-        return {str(k): stable_config(v) for k, v in sorted(value.items(), key=lambda item: str(item[0]))}
-    if isinstance(value, list | tuple):
-        return [stable_config(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return stable_config(value.value)
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Path):
-        return str(value)
-    if callable(value):
-        return f"{getattr(value, '__module__', '?')}:{getattr(value, '__qualname__', type(value).__qualname__)}"
-    return f"{type(value).__module__}:{type(value).__qualname__}"  # never a repr: it may hold an address
-
-
 def task_fingerprint(task: str, overrides: dict[str, Any]) -> str:
-    """sha256 of the resolved config of ``task`` with ``overrides`` (unilab.task_config)."""
-    from unilab import task_config
+    """sha256 of the resolved config of ``task`` with ``overrides`` (unilab.fingerprint)."""
+    from unilab.fingerprint import task_fingerprint as fingerprint
 
-    config = stable_config(task_config(task, dict(overrides)).model_dump())
-    text = json.dumps({"task": task, "config": config}, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return fingerprint(task, dict(overrides))
+
+
+def stable_config(value: Any) -> Any:
+    from unilab.fingerprint import stable_config as stable
+
+    return stable(value)
 
 
 def observation_layout(env: Any) -> dict[str, Any]:
