@@ -34,8 +34,9 @@ def changed_keys(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]
 
 
 def check_tasks(root: Path, update: bool = False, tasks: list[str] | None = None) -> list[str]:
-    from unilab import list_tasks
     from unilab.fingerprint import record_fingerprint, task_record
+
+    from unilab import list_tasks
 
     errors = []
     directory = root / RECORD_DIR
