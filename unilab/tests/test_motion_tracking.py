@@ -109,3 +109,23 @@ def test_a_tracking_step_with_resets_makes_no_host_sync_on_mjwarp(make_env, clip
             env.step(torch.ones(N, env.action_dim))  # falls and resets along the way
     assert probe.syncs == []
     assert probe.op_count > 100
+
+
+def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make_env, clip_file, tmp_path):
+    from unilab.evaluation import task_evaluation
+
+    second = str(save_clip(synthetic_clip(frames=60, name="fk_short"), tmp_path / "fk_short.npz"))
+    evaluation = task_evaluation("g1_motion_tracking", {"num_clips": 2, "envs_per_clip": 2})
+    env = make_env(task=evaluation.task, num_envs=evaluation.num_envs(),
+                   overrides={"commands.motion.clips": [clip_file, second]})
+    motion = env.command_manager.term("motion")
+    frames = []
+    policy = lambda obs: frames.append(motion.frame.clone()) or torch.zeros(env.num_envs, env.action_dim)
+    report = evaluation.run(env, policy)
+    assert frames[0].tolist() == [0, 0, 0, 0]  # every clip from its first frame
+    assert [c["clip"] for c in report["cases"]] == ["fk_sway", "fk_short"]
+    for case in report["cases"]:  # a zero policy falls off the reference within its first second
+        assert case["success_rate"] == 0.0 and not case["passed"]
+        assert 10.0 < case["mpkpe_mm"] < 1000.0 and 0.0 < case["root_relative_mpkpe_mm"] < 1000.0
+    assert report["passed"] is (all(c["passed"] for c in report["cases"]))
+    assert motion.assigned is None  # released: training samples again

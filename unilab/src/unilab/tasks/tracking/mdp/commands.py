@@ -70,6 +70,15 @@ class MotionCommand(CommandTerm):
         self.index = self.library.index(self.clip, self.frame)
         self.command = torch.cat((self.library.joint_pos[self.index], self.library.joint_vel[self.index]), dim=1)
         self._version = 0  # bumps when frames change: the relative reference is cached per state and version
+        self.assigned: torch.Tensor | None = None
+
+    def assign(self, clips: torch.Tensor | None) -> None:
+        """Evaluation hook: every episode of env i plays clip ``clips[i]`` from its first frame
+        (no sampling) until ``assign(None)``."""
+        if clips is not None and (clips.shape != self.clip.shape or bool((clips < 0).any())
+                                  or bool((clips >= self.library.num_clips).any())):
+            raise ValueError(f"clips: expected {tuple(self.clip.shape)} clip indices in [0, {self.library.num_clips})")
+        self.assigned = None if clips is None else clips.to(self.clip.device, torch.int64)
 
     # ---- the frame ----------------------------------------------------------------------
     def _set_frames(self, clip: torch.Tensor, frame: torch.Tensor) -> None:
@@ -89,7 +98,10 @@ class MotionCommand(CommandTerm):
         env = self.env
         failed = done & env.termination_manager.terminated
         self.sampler.record(self.clip, self.frame, failed)
-        clip, frame = self.sampler.sample(env.num_envs, env.rng)
+        if self.assigned is not None:
+            clip, frame = self.assigned, torch.zeros_like(self.assigned)
+        else:
+            clip, frame = self.sampler.sample(env.num_envs, env.rng)
         self._set_frames(torch.where(done, clip, self.clip), torch.where(done, frame, self.frame))
 
     def refresh(self) -> None:

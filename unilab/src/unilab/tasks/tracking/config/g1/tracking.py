@@ -22,7 +22,9 @@ from unilab.config import (
     RewardTermCfg,
     TerminationTermCfg,
 )
+from unilab.evaluation import register_evaluation
 from unilab.registry import register_task
+from unilab.tasks.tracking.evaluation import MotionEvaluation, MotionEvaluationCfg
 from unilab.tasks.tracking.mdp import events as trk_ev
 from unilab.tasks.tracking.mdp import observations as trk_obs
 from unilab.tasks.tracking.mdp.commands import MotionCommandCfg
@@ -138,7 +140,16 @@ def g1_motion_tracking_play() -> EnvCfg:
     return cfg
 
 
+def g1_motion_tracking_evaluation() -> MotionEvaluation:
+    """Every clip of the default library from its start; clip overrides change the library, so
+    the evaluation counts them when it is built (``eval.num_clips=K`` for a K-clip library)."""
+    return MotionEvaluation(MotionEvaluationCfg(task="g1_motion_tracking_play", command_name=COMMAND,
+                                                num_clips=len(g1_motion_tracking().commands[COMMAND].clips)))
+
+
 register_task("g1_motion_tracking", g1_motion_tracking)
 register_task("g1_motion_tracking_no_state_estimation", g1_motion_tracking_no_state_estimation)
 register_task("g1_motion_tracking_dr", g1_motion_tracking_dr)
 register_task("g1_motion_tracking_play", g1_motion_tracking_play)
+register_evaluation(["g1_motion_tracking", "g1_motion_tracking_no_state_estimation", "g1_motion_tracking_dr",
+                     "g1_motion_tracking_play"], g1_motion_tracking_evaluation)

@@ -1,0 +1,146 @@
+"""The tracking task's evaluation: every clip played from its first frame to its end.
+
+Each clip of the command's library gets ``envs_per_clip`` envs of the play variant (no
+observation noise, pushes or reset noise). An env succeeds when it reaches its clip's end
+without a termination. Errors are averaged over the steps before the env's episode ended
+(the state physics reached, against the clip at the same time; an env's last step, whose
+state the reset replaced, is not counted) and over the tracked bodies, against the clip's
+own (absolute) poses:
+
+- ``mpkpe_mm``: mean per-body position error;
+- ``root_relative_mpkpe_mm``: the same with both sides' root (first tracked body) moved to
+  the origin, which leaves out the drift of the whole body;
+- ``joint_error_rad``: mean absolute joint-angle error.
+
+A clip passes with success >= ``min_success`` and MPKPE <= ``max_mpkpe_mm``; the report
+passes when every clip does.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from unilab.evaluation import Policy
+from unilab.tasks.tracking.mdp.commands import MotionCommand
+
+
+class MotionEvaluationCfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    command_name: str
+    num_clips: int = Field(ge=1)
+    envs_per_clip: int = Field(default=16, ge=1)
+    min_success: float = Field(default=0.95, ge=0.0, le=1.0)
+    max_mpkpe_mm: float = Field(default=40.0, gt=0.0)
+
+
+class MotionEvaluation:
+    def __init__(self, cfg: MotionEvaluationCfg) -> None:
+        self.cfg = cfg
+        self.task = cfg.task
+
+    def num_envs(self) -> int:
+        return self.cfg.num_clips * self.cfg.envs_per_clip
+
+    def with_options(self, options: dict[str, Any]) -> MotionEvaluation:
+        parsed = {}
+        for k, v in options.items():
+            try:
+                parsed[k] = ast.literal_eval(v) if isinstance(v, str) else v
+            except (ValueError, SyntaxError):
+                parsed[k] = v
+        unknown = sorted(set(parsed) - set(MotionEvaluationCfg.model_fields))
+        if unknown:
+            raise ValueError(f"evaluation options {unknown} are unknown; valid: {sorted(MotionEvaluationCfg.model_fields)}")
+        return MotionEvaluation(MotionEvaluationCfg.model_validate({**self.cfg.model_dump(), **parsed}))
+
+    @torch.no_grad()
+    def run(self, env: Any, policy: Policy) -> dict[str, Any]:
+        cfg = self.cfg
+        term = env.command_manager.term(cfg.command_name, "motion evaluation")
+        if not isinstance(term, MotionCommand):
+            raise ValueError(f"command {cfg.command_name!r} is a {type(term).__name__}, not a MotionCommand")
+        lib = term.library
+        if lib.num_clips != cfg.num_clips or env.num_envs != self.num_envs():
+            raise ValueError(f"env: the evaluation needs {cfg.num_clips} clips x {cfg.envs_per_clip} envs, "
+                             f"the env has {lib.num_clips} clips and {env.num_envs} envs")
+        dev, n = env.device, env.num_envs
+        clips = torch.arange(cfg.num_clips, device=dev).repeat_interleave(cfg.envs_per_clip)
+        term.assign(clips)
+        try:
+            obs = env.reset()
+            running = torch.ones(n, dtype=torch.bool, device=dev)
+            succeeded = torch.zeros(n, dtype=torch.bool, device=dev)
+            sums = torch.zeros(n, 3, device=dev)
+            steps = torch.zeros(n, device=dev)
+            for _ in range(int(lib.length.max())):
+                obs, _, terminated, truncated, _ = env.step(policy(obs))
+                ended = terminated | truncated
+                # The state physics reached against the clip at the same time (the command has
+                # advanced with it). Rows that ended this step now show their next episode,
+                # so they stop counting here.
+                counted = (running & ~ended).unsqueeze(1)
+                robot_pos, ref_pos = term.robot_body_pos_w, term.ref_body_pos_w
+                err = torch.linalg.vector_norm(robot_pos - ref_pos, dim=-1)
+                rel = torch.linalg.vector_norm((robot_pos - robot_pos[:, :1]) - (ref_pos - ref_pos[:, :1]), dim=-1)
+                joint = (env.robot.joint_pos - term.ref_joint_pos).abs().mean(-1)
+                sums += torch.stack((err.mean(-1), rel.mean(-1), joint), dim=1) * counted
+                steps += counted[:, 0].float()
+                succeeded |= running & truncated & ~terminated
+                running &= ~ended
+        finally:
+            term.assign(None)
+        return self._report(lib.names, clips, succeeded, sums / steps.clamp(min=1).unsqueeze(1))
+
+    def _report(self, names, clips, succeeded, means) -> dict[str, Any]:
+        cfg = self.cfg
+        rows = []
+        per_clip = torch.stack([torch.cat((succeeded[clips == c].float().mean().unsqueeze(0),
+                                           means[clips == c].mean(0))) for c in range(cfg.num_clips)]).tolist()
+        for name, (success, mpkpe, rel, joint) in zip(names, per_clip):
+            case = {"clip": name, "envs": cfg.envs_per_clip, "success_rate": success, "mpkpe_mm": 1e3 * mpkpe,
+                    "root_relative_mpkpe_mm": 1e3 * rel, "joint_error_rad": joint}
+            case["passed"] = success >= cfg.min_success and case["mpkpe_mm"] <= cfg.max_mpkpe_mm
+            rows.append(case)
+        overall = {k: sum(r[k] for r in rows) / len(rows) for k in
+                   ("success_rate", "mpkpe_mm", "root_relative_mpkpe_mm", "joint_error_rad")}
+        return {"evaluation": "motion_tracking", "task": cfg.task, "overall": overall,
+                "criteria": {"min_success": cfg.min_success, "max_mpkpe_mm": cfg.max_mpkpe_mm},
+                "passed": all(r["passed"] for r in rows), "cases": rows}
+
+    def summary_line(self, case: dict[str, Any]) -> str:
+        return (f"{case['clip'][:36]:36s} success {case['success_rate']:6.1%} MPKPE {case['mpkpe_mm']:6.1f} mm "
+                f"root-rel {case['root_relative_mpkpe_mm']:6.1f} mm joints {case['joint_error_rad']:.3f} rad "
+                f"{'pass' if case['passed'] else 'FAIL'}")
+
+    def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
+        """Success rate and MPKPE per clip, one bar group per label."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        labels = list(reports)
+        clips = [c["clip"] for c in reports[labels[0]]["cases"]]
+        fig, axes = plt.subplots(1, 2, figsize=(max(8, 0.6 * len(clips) + 4), 4.2))
+        width = 0.8 / len(labels)
+        for i, label in enumerate(labels):
+            xs = [k + i * width for k in range(len(clips))]
+            axes[0].bar(xs, [c["success_rate"] for c in reports[label]["cases"]], width, label=label)
+            axes[1].bar(xs, [c["mpkpe_mm"] for c in reports[label]["cases"]], width, label=label)
+        for ax, title in zip(axes, ("success rate", "MPKPE (mm)")):
+            ax.set_xticks([k + 0.4 - width / 2 for k in range(len(clips))], clips, rotation=70, fontsize=7)
+            ax.set_title(title)
+            ax.grid(alpha=0.3, axis="y")
+        axes[0].legend(fontsize=8)
+        fig.suptitle(f"{self.cfg.task}: motion tracking")
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
