@@ -11,7 +11,7 @@ pinned clips measure and what a corrupted clip gives (figures in docs/tasks.md):
   velocity vs body positions, body angular velocity vs SO(3) differences of body
   orientations, the ``kinematics`` conventions): relative RMS deviation
   ``rms(v - fd) / max(rms(fd), 0.05)`` at most 0.05 for each. The pinned clips give at most
-  0.019; a clip labelled at the wrong rate (60 for 50 fps) gives 0.167, velocities shifted by
+  0.014; a clip labelled at the wrong rate (60 for 50 fps) gives 0.167, velocities shifted by
   one frame 0.09-0.4, forward instead of central differences 0.16-0.24. The max absolute
   deviation is reported alongside (body linear velocities of fast clips legitimately
   differ from central differences of positions by up to 0.3 m/s: they are rigid-body
