@@ -186,6 +186,28 @@ def test_a_named_npz_in_qpos_layout_is_mapped_by_name(tmp_path, walk):
     assert check_clip(clip).ok
 
 
+def test_a_named_npz_with_a_named_free_joint_and_qvel_layout_keeps_its_velocities(tmp_path, walk):
+    z = _qpos_layout(walk, np.arange(29))
+    z["joint_names"] = np.array(("floating_base_joint", *G1_JOINT_NAMES))
+    z["joint_vel"] = np.concatenate([walk.body_lin_vel_w[:, 0].numpy(), walk.body_ang_vel_w[:, 0].numpy(),
+                                     walk.joint_vel.numpy()], axis=1)
+    np.savez(tmp_path / "qvel.npz", **z)
+    clip = import_motion(tmp_path / "qvel.npz")
+    assert torch.equal(clip.joint_vel, walk.joint_vel)
+    assert (clip.body_lin_vel_w - walk.body_lin_vel_w).abs().max().item() < 1e-4  # mj_objectVelocity
+    assert (clip.body_ang_vel_w - walk.body_ang_vel_w).abs().max().item() < 1e-4
+
+
+def test_a_named_npz_takes_its_root_pose_from_the_root_body(tmp_path, walk):
+    order = np.arange(30)[::-1]  # bodies listed in another order
+    np.savez(tmp_path / "bodies.npz", fps=50.0, joint_names=np.array(G1_JOINT_NAMES),
+             body_names=np.array(walk.body_names)[order], joint_pos=walk.joint_pos.numpy(),
+             body_pos_w=walk.body_pos_w.numpy()[:, order], body_quat_w=walk.body_quat_w.numpy()[:, order])
+    clip = import_motion(tmp_path / "bodies.npz")
+    assert (clip.body_pos_w - walk.body_pos_w).abs().max().item() < 1e-5
+    assert check_clip(clip).ok
+
+
 def test_an_mjlab_npz_converts_unchanged(tmp_path, walk, paths):
     z = read_npz(paths[WALK])
     np.savez(tmp_path / "mjlab.npz", fps=np.array([50.0]),
@@ -224,6 +246,8 @@ def _bad_inputs(tmp_path, walk, paths):
     bodies = {**_qpos_layout(walk, np.arange(29)), "body_names": np.array(["pelvis", "head"]),
               "body_pos_w": np.zeros((455, 2, 3))}
     np.savez(tmp_path / "unknown_body.npz", **bodies)
+    np.savez(tmp_path / "missing.npz", **{**unknown, "joint_names": np.array(G1_JOINT_NAMES[:-1]),
+                                          "joint_pos": unknown["joint_pos"][:, :-1]})
     np.savez(tmp_path / "qpos35.npz", **{**unknown, "joint_names": np.array(G1_JOINT_NAMES),
                                          "joint_pos": unknown["joint_pos"][:, 1:]})
     np.savez(tmp_path / "badfps.npz", fps=np.array([0.0]), **mjlab)
@@ -238,6 +262,7 @@ def _bad_inputs(tmp_path, walk, paths):
         (["import", str(tmp_path / "ok.csv"), "--fps", "nan"], "fps must be"),
         (["import", str(tmp_path / "unknown.npz")], r"joint names \['left_knee'\] do not map"),
         (["import", str(tmp_path / "unknown_body.npz")], r"body names \['head'\] do not map"),
+        (["import", str(tmp_path / "missing.npz")], r"the file lacks model joints \['right_wrist_yaw_joint'\]"),
         (["import", str(tmp_path / "qpos35.npz")], r"joint_pos has width 35, expected 29 \(joints\) or 36"),
         (["import", str(tmp_path / "badfps.npz")], r"fps must be a finite number in \[1, 1000\], got \[0.0\]"),
         (["import", str(tmp_path / "narrow.npz")], "joint_pos width 23"),
