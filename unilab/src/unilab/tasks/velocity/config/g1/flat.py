@@ -17,6 +17,7 @@ from unilab.assets import g1_scene_path
 from unilab.assets.g1_scene import g1_action_scale
 from unilab.config import (
     ActionCfg,
+    ContactSensorCfg,
     CurriculumTermCfg,
     EnvCfg,
     EventTermCfg,
@@ -34,7 +35,7 @@ from unilab.tasks.velocity.mdp import curriculum as vel_cur
 from unilab.tasks.velocity.mdp import observations as vel_obs
 from unilab.tasks.velocity.mdp import rewards as vel_rew
 from unilab.tasks.velocity.mdp.commands import UniformVelocityCommandCfg
-from unilab.tasks.velocity.mdp.sensors import FeetContact
+from unilab.tasks.velocity.mdp.sensors import FeetContact, FeetContactForce
 from unilab.terms import events as ev
 from unilab.terms import observations as obs
 from unilab.terms import rewards as rew
@@ -161,6 +162,15 @@ def g1_walk_flat_sweep() -> VelocitySweep:
                                           training_range=TRAINING_RANGE))
 
 
+def g1_walk_flat_contact() -> EnvCfg:
+    """Foot contact from the simulator's contact forces (the feet against the floor) instead of
+    the height proxy; needs a backend that declares contact sensing."""
+    cfg = g1_walk_flat()
+    cfg.contact_sensors["feet"] = ContactSensorCfg(bodies=FEET, with_bodies=("world",), force_threshold=1.0)
+    cfg.sensors["feet"] = SensorCfg(func=FeetContactForce, params={"contact_sensor": "feet", "bodies": FEET})
+    return cfg
+
+
 def g1_walk_flat_play() -> EnvCfg:
     """Evaluation: no observation noise, no pushes, no curriculum, long episodes."""
     cfg = g1_walk_flat()
@@ -174,6 +184,8 @@ def g1_walk_flat_play() -> EnvCfg:
 register_task("g1_walk_flat", g1_walk_flat)
 register_task("g1_walk_flat_unfused", g1_walk_flat_unfused)
 register_task("g1_walk_flat_dr", g1_walk_flat_dr)
+register_task("g1_walk_flat_contact", g1_walk_flat_contact)
 register_task("g1_walk_flat_play", g1_walk_flat_play)
-register_evaluation(["g1_walk_flat", "g1_walk_flat_unfused", "g1_walk_flat_dr", "g1_walk_flat_play"],
+register_evaluation(["g1_walk_flat", "g1_walk_flat_unfused", "g1_walk_flat_dr", "g1_walk_flat_contact",
+                     "g1_walk_flat_play"],
                     g1_walk_flat_sweep)
