@@ -18,7 +18,8 @@ from unilab.assets.motion.pinned import PINNED_CLIP_GROUPS, motion_root, pinned_
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="unilab-motion", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="unilab-motion", description="Import motion files to canonical G1 clips, "
+                                "check clips, fetch the pinned ones.")
     sub = p.add_subparsers(dest="cmd", required=True)
     imp = sub.add_parser("import", help="convert a CSV / NPZ motion to a canonical clip")
     imp.add_argument("source", type=Path, help=".csv (root xyz, quat xyzw, 29 joints) or .npz")
@@ -60,7 +61,7 @@ def _check(args) -> int:
     if args.pinned:
         paths += list(pinned_clip_paths().values())
     if not paths:
-        raise MotionDataError("check: give clip files or --pinned")
+        raise MotionDataError("give clip files or --pinned")
     reports = [check_clip(load_clip(p)) for p in paths]
     for r in reports:
         print(r.format())
