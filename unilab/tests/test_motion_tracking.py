@@ -40,6 +40,17 @@ def test_right_after_a_reset_the_robot_is_on_the_reference(make_env, clip_file, 
     assert torch.allclose(env.robot.joint_pos, motion.ref_joint_pos, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
+def test_on_a_pinned_real_clip_too_the_reset_robot_is_on_the_reference(make_env, backend):
+    env = make_env(task="g1_motion_tracking", backend=backend, num_envs=N, overrides={
+        "events.push": None, "events.reset_from_motion.params": {"command_name": "motion"}})
+    motion = env.command_manager.term("motion")
+    assert motion.library.names == ["walk_forward_loop_002__A022"]
+    pos_err = torch.linalg.vector_norm(motion.robot_body_pos_w - motion.ref_body_pos_w, dim=-1).max().item()
+    rot_err = lm.quat_error_magnitude(motion.robot_body_quat_w, motion.ref_body_quat_w).max().item()
+    assert pos_err < 1e-3 and rot_err < 1e-3, (pos_err, rot_err)
+
+
 def test_observation_layout_is_beyondmimics(make_env, clip_file):
     env = make_env(task="g1_motion_tracking", num_envs=N, overrides=_overrides(clip_file))
     assert env.observation_spec == {"policy": 160, "critic": 286}

@@ -35,12 +35,11 @@ def changed_keys(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]
 
 def check_tasks(root: Path, update: bool = False, tasks: list[str] | None = None) -> list[str]:
     from unilab.fingerprint import record_fingerprint, task_record
-
-    from unilab import list_tasks
+    from unilab.registry import builtin_tasks
 
     errors = []
     directory = root / RECORD_DIR
-    names = tasks if tasks is not None else list_tasks()
+    names = tasks if tasks is not None else builtin_tasks()
     for task in names:
         record = task_record(task)
         document = {"task": task, "fingerprint": record_fingerprint(record), "config": record["config"]}

@@ -29,6 +29,12 @@ def list_tasks() -> list[str]:
     return sorted(_TASKS)
 
 
+def builtin_tasks() -> list[str]:
+    """The tasks this package ships (not those a user or a test registered)."""
+    _load_builtin()
+    return sorted(name for name, build in _TASKS.items() if getattr(build, "__module__", None) in _BUILTIN_MODULES)
+
+
 def task_config(task: str, overrides: Mapping[str, Any] | Iterable[str] | str | None = None) -> EnvCfg:
     _load_builtin()
     if task not in _TASKS:

@@ -28,23 +28,8 @@ from pydantic import Field, model_validator
 from unilab import math as lm
 from unilab.config import CommandTermCfg
 from unilab.managers.command import CommandTerm
-from unilab.tasks.tracking.mdp.motion_library import MotionLibrary
+from unilab.tasks.tracking.mdp.frame_table import FrameTable
 from unilab.tasks.tracking.mdp.sampling import StartSampler
-
-
-def resolve_clip(spec: str):
-    """A clip file in the canonical format, or the name of a pinned clip (fetched once)."""
-    from pathlib import Path
-
-    from unilab.assets import motion  # leaf I/O, only when clips are loaded
-    from unilab.assets.motion.io import load_clip
-
-    if Path(spec).is_file():
-        return load_clip(spec)
-    pinned = motion.pinned_clip_paths()
-    if spec not in pinned:
-        raise ValueError(f"clips: {spec!r} is neither a clip file nor a pinned clip; pinned: {sorted(pinned)}")
-    return load_clip(pinned[spec])
 
 
 class MotionCommand(CommandTerm):
@@ -59,10 +44,13 @@ class MotionCommand(CommandTerm):
         self.anchor = list(cfg.body_names).index(cfg.anchor_body)
         self.anchor_body = robot.body_index(cfg.anchor_body, owner)
         root_name = robot.inventory.bodies[robot.root_body].name
-        clips = [resolve_clip(c) for c in cfg.clips]
-        self.library = MotionLibrary(clips, robot.joint_names, root_name, tuple(cfg.body_names), 1.0 / env.step_dt,
-                                     dev, owner)
-        self.sampler = StartSampler([c.num_frames for c in clips], list(cfg.weights or [1.0] * len(clips)),
+        from unilab.assets.motion import load_library  # leaf I/O: clip files, pinned clips fetched once
+
+        library = load_library(list(cfg.clips), cfg.weights)
+        clips = list(library.clips)
+        self.library = FrameTable(clips, robot.joint_names, root_name, tuple(cfg.body_names), 1.0 / env.step_dt,
+                                  dev, owner)
+        self.sampler = StartSampler([c.num_frames for c in clips], library.weights.tolist(),
                                     max(1, round(cfg.bin_s / env.step_dt)), cfg.sampling, cfg.adaptive_uniform_ratio,
                                     cfg.adaptive_alpha, cfg.adaptive_kernel_size, cfg.adaptive_lambda, dev)
         self.clip = torch.zeros(n, dtype=torch.int64, device=dev)

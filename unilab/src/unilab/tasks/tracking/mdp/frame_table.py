@@ -1,4 +1,4 @@
-"""Clips on the env device, flattened: one row per frame of every clip.
+"""A motion library's clips on the env device, flattened: one row per frame of every clip.
 
 A frame is addressed by a global index ``start[clip] + frame``; every per-frame tensor is
 indexed with it, so looking up the reference of all envs is one gather per quantity, with
@@ -13,7 +13,7 @@ import torch
 from unilab.assets.motion import MotionClip
 
 
-class MotionLibrary:
+class FrameTable:
     def __init__(self, clips: list[MotionClip], joint_names: tuple[str, ...], root_body: str,
                  tracked_bodies: tuple[str, ...], fps: float, device: torch.device, owner: str) -> None:
         if not clips:
