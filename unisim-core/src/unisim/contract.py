@@ -42,6 +42,7 @@ class SimBackend(abc.ABC):
         # Per-env trailing shape of each model field, read once: reading a field makes a copy
         # (a loop over per-env models on the host bridge), too much for a shape check per write.
         self._model_field_shapes: dict[str, torch.Size] = {}
+        self._quat_columns: torch.Tensor | None = None  # qpos columns of free/ball joint quaternions
 
     # ---- declarations -------------------------------------------------------------
     @property
@@ -91,7 +92,7 @@ class SimBackend(abc.ABC):
         self._check_tensor("qpos", qpos, torch.float32, (n, widths.nq))
         self._check_tensor("qvel", qvel, torch.float32, (n, widths.nv))
         if n and self.validate:
-            self._check_values(rows, qpos=qpos, qvel=qvel)
+            self._check_values(rows, quaternions_ok=self._quaternions_ok(qpos, None), qpos=qpos, qvel=qvel)
         if n:
             self._set_state(rows, qpos, qvel)
 
@@ -111,11 +112,14 @@ class SimBackend(abc.ABC):
         self._check_tensor("qvel", qvel, torch.float32, (self.num_envs, widths.nv))
         if self.validate:
             selected = mask.unsqueeze(1)  # values of unselected rows are never read
-            flags = torch.stack([torch.isfinite(qpos).logical_or(~selected).all(),
-                                 torch.isfinite(qvel).logical_or(~selected).all()]).tolist()
-            for arg, ok in zip(("qpos", "qvel"), flags, strict=True):
+            finite_q, finite_v, unit = torch.stack([torch.isfinite(qpos).logical_or(~selected).all(),
+                                                    torch.isfinite(qvel).logical_or(~selected).all(),
+                                                    self._quaternions_ok(qpos, mask)]).tolist()  # one sync
+            for arg, ok in (("qpos", finite_q), ("qvel", finite_v)):
                 if not ok:
                     raise ContractViolation(f"{arg}: expected finite values in the masked rows, got NaN or inf")
+            if not unit:
+                raise self._quaternion_violation()
         self._set_state_where(mask, qpos, qvel)
 
     def set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
@@ -175,6 +179,28 @@ class SimBackend(abc.ABC):
         pass
 
     # ---- validation ---------------------------------------------------------------
+    def _quaternions_ok(self, qpos: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """A device flag: every free/ball joint quaternion in the written rows has a usable
+        norm (a zero quaternion is no rotation, and engines would publish views that disagree
+        with the stored qpos). Read with the other validation flags, in the same sync."""
+        if self._quat_columns is None:
+            cols = []
+            for joint in self.inventory().joints:
+                first = joint.qpos_adr + 3 if joint.kind == "free" else joint.qpos_adr
+                if joint.kind in ("free", "ball"):
+                    cols.append(list(range(first, first + 4)))
+            self._quat_columns = torch.tensor(cols, dtype=torch.int64, device=qpos.device).reshape(-1, 4)
+        if self._quat_columns.numel() == 0:
+            return torch.ones((), dtype=torch.bool, device=qpos.device)
+        bad = torch.linalg.vector_norm(qpos[:, self._quat_columns], dim=-1) < 1e-6  # (rows, joints)
+        if mask is not None:
+            bad = bad & mask.unsqueeze(1)
+        return ~bad.any()
+
+    def _quaternion_violation(self) -> ContractViolation:
+        return ContractViolation("qpos: expected unit quaternions for free and ball joints (qpos columns "
+                                 f"{self._quat_columns.tolist()}), got one of norm < 1e-6")
+
     def _check_open(self) -> None:
         if self._closed:
             raise ContractViolation("backend: used after close()")
@@ -207,7 +233,7 @@ class SimBackend(abc.ABC):
         return rows.numel()
 
     def _check_values(self, rows: torch.Tensor, minimums: dict[str, tuple[str, tuple[float, ...]]] | None = None,
-                      **finite: torch.Tensor) -> None:
+                      quaternions_ok: torch.Tensor | None = None, **finite: torch.Tensor) -> None:
         """Range and uniqueness of ``rows``, finiteness of ``finite``, and for each ``minimums``
         entry (argument -> (what it holds, lows)) that the argument is >= the lows along its
         last axis: one device sync."""
@@ -219,7 +245,12 @@ class SimBackend(abc.ABC):
         # How far each bounded tensor's lowest element sits above its minimum (< 0: below).
         flags += [(finite[arg] - torch.tensor(low, device=finite[arg].device)).amin()
                   for arg, (_, low) in minimums.items()]
+        if quaternions_ok is not None:
+            flags.append(quaternions_ok)
         lo, hi, is_unique, *rest = torch.stack([f.double() for f in flags]).tolist()
+        unit = True
+        if quaternions_ok is not None:
+            *rest, unit = rest
         is_finite, margins = rest[:len(finite)], rest[len(finite):]
         if lo < 0 or hi >= self.num_envs:
             raise ContractViolation(f"rows: expected indices in [0, {self.num_envs}), got range [{int(lo)}, {int(hi)}]")
@@ -232,3 +263,5 @@ class SimBackend(abc.ABC):
             if margin < 0:
                 raise ContractViolation(f"{arg}: expected every {what} element >= {low} along the last axis (the "
                                         f"backend's declared minimums), got one {-margin:g} below")
+        if not unit:
+            raise self._quaternion_violation()

@@ -221,6 +221,10 @@ def _bad_masked_reset_inputs(backend):
     mask, qpos, qvel, _, _ = full_state_with_rows(backend, [0], 12)
     nan_in_row = qpos.clone()
     nan_in_row[0, 0] = float("nan")
+    zero_quat_in_row = qpos.clone()
+    free = [j for j in backend.inventory().joints if j.kind == "free"]
+    if free:
+        zero_quat_in_row[0, free[0].qpos_adr + 3:free[0].qpos_adr + 7] = 0.0
     return {
         "mask wrong dtype": ("mask", mask.long(), qpos, qvel),
         "mask wrong length": ("mask", torch.ones(n + 1, dtype=torch.bool, device=dev), qpos, qvel),
@@ -228,13 +232,18 @@ def _bad_masked_reset_inputs(backend):
         "qpos row count": ("qpos", mask, qpos[:1], qvel),
         "qvel wrong width": ("qvel", mask, qpos, torch.zeros(n, nv + 1, device=dev)),
         "qpos non-finite in a masked row": ("qpos", mask, nan_in_row, qvel),
+        **({"qpos zero quaternion in a masked row": ("qpos", mask, zero_quat_in_row, qvel)} if free else {}),
     }
 
 
 @pytest.mark.parametrize("kind", ["mask wrong dtype", "mask wrong length", "mask not a tensor", "qpos row count",
-                                  "qvel wrong width", "qpos non-finite in a masked row"])
+                                  "qvel wrong width", "qpos non-finite in a masked row",
+                                  "qpos zero quaternion in a masked row"])
 def test_bad_masked_reset_is_rejected_and_changes_nothing(backend, kind):
-    arg, mask, qpos, qvel = _bad_masked_reset_inputs(backend)[kind]
+    inputs = _bad_masked_reset_inputs(backend)
+    if kind not in inputs:
+        pytest.skip("the model has no free joint")
+    arg, mask, qpos, qvel = inputs[kind]
     assert_rejected_unchanged(backend, arg, lambda: backend.set_state_where(mask, qpos, qvel))
 
 
@@ -299,6 +308,10 @@ def _bad_reset_inputs(backend):
     nanq[0, -1] = float("inf")
     nanv = v.clone()
     nanv[0, 0] = float("nan")
+    zeroq = q.clone()
+    free = [j for j in backend.inventory().joints if j.kind == "free"]
+    if free:
+        zeroq[0, free[0].qpos_adr + 3:free[0].qpos_adr + 7] = 0.0
     row = torch.tensor([0], device=dev)
     return {
         "rows duplicated": ("rows", torch.tensor([0, 0], device=dev), q2, v2),
@@ -312,14 +325,18 @@ def _bad_reset_inputs(backend):
         "qpos non-finite": ("qpos", row, nanq, v),
         "qvel non-finite": ("qvel", row, q, nanv),
         "qpos wrong dtype": ("qpos", row, q.double(), v),
+        **({"qpos zero quaternion": ("qpos", row, zeroq, v)} if free else {}),
     }
 
 
 @pytest.mark.parametrize("kind", ["rows duplicated", "rows out of range", "rows negative", "rows wrong dtype",
                                   "rows 2-D", "qpos wrong width", "qvel wrong width", "qpos count mismatch",
-                                  "qpos non-finite", "qvel non-finite", "qpos wrong dtype"])
+                                  "qpos non-finite", "qvel non-finite", "qpos wrong dtype", "qpos zero quaternion"])
 def test_bad_set_state_is_rejected_and_changes_nothing(backend, kind):
-    arg, rows, qpos, qvel = _bad_reset_inputs(backend)[kind]
+    inputs = _bad_reset_inputs(backend)
+    if kind not in inputs:
+        pytest.skip("the model has no free joint")
+    arg, rows, qpos, qvel = inputs[kind]
     assert_rejected_unchanged(backend, arg, lambda: backend.set_state(rows, qpos, qvel))
 
 
