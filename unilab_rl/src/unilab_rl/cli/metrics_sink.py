@@ -41,9 +41,11 @@ class TrainingSink:
                  on_write: Callable[[float, dict[str, float]], None] | None = None) -> None:
         self.out_dir = out_dir
         self.on_write = on_write  # e.g. a goal tracker: (wall_s, metrics) of every interval
-        # Without a progress bar (batch jobs), a status line every print_every_s seconds.
+        # Without a progress bar (--no-progress, or stdout not a terminal), a status line every
+        # print_every_s seconds: one line each, never a carriage-return bar.
         self.print_every_s = print_every_s
         self.last_print_s = float("-inf")
+        self.budget: tuple[int, int | None, float, float | None] | None = None
         self.jsonl = (out_dir / "metrics.jsonl").open("a")
         self.curve_path = curve_path
         self.curve: dict[str, Any] = {"header": header or {}, "max_episode_length": None, "points": []}
@@ -58,6 +60,23 @@ class TrainingSink:
 
     def set_max_episode_length(self, steps: int) -> None:
         self.curve["max_episode_length"] = steps
+
+    def set_budget(self, start_env_steps: int, end_env_steps: int | None, start_wall_s: float,
+                   seconds: float | None) -> None:
+        """This session's budget, so a status line can say how far it is (the larger of the
+        step and the time fraction)."""
+        self.budget = (start_env_steps, end_env_steps, start_wall_s, seconds)
+
+    def _done_fraction(self, env_steps: int, wall_s: float) -> float | None:
+        if self.budget is None:
+            return None
+        start_steps, end_steps, start_wall, seconds = self.budget
+        fractions = []
+        if end_steps is not None and end_steps > start_steps:
+            fractions.append((env_steps - start_steps) / (end_steps - start_steps))
+        if seconds:
+            fractions.append((wall_s - start_wall) / seconds)
+        return min(max(fractions), 1.0) if fractions else None
 
     def write(self, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
         if self.world_size > 1 and "perf/env_steps_per_s" in metrics:
@@ -74,8 +93,10 @@ class TrainingSink:
         if self.print_every_s is not None and wall_s - self.last_print_s >= self.print_every_s:
             self.last_print_s = wall_s
             shown = shown_metrics(metrics)
-            print(f"[{wall_s:7.1f}s] env_steps={env_steps} " + " ".join(f"{k}={v:.4g}" for k, v in shown.items()),
-                  flush=True)
+            done = self._done_fraction(env_steps, wall_s)
+            percent = "" if done is None else f"{100 * done:3.0f}% "
+            print(f"[{wall_s:7.1f}s] {percent}env_steps={env_steps} "
+                  + " ".join(f"{k}={v:.4g}" for k, v in shown.items()), flush=True)
         if self.curve_path is not None:
             point = {"wall_s": round(wall_s, 3), "env_steps": env_steps}
             point.update(shown_metrics(metrics))

@@ -11,9 +11,18 @@ Run directories are owned (see unilab_rl.cli.run_dir): a directory that holds a 
 a new one only with --resume of its own checkpoint or with --overwrite, and one live run
 at a time holds it.
 
-Exit codes: 0 done, 2 bad input, 3 the learner diverged, 130 interrupted by SIGINT, 143 by
-SIGTERM (a scheduler's preemption); on either signal the current step finishes and a
-checkpoint is saved first.
+Exit codes: 0 done, 2 bad input, 3 the learner diverged (a NaN or inf loss or state; nothing
+is saved), 130 interrupted by SIGINT, 143 by SIGTERM (a scheduler's preemption); on either
+signal the current step finishes and a checkpoint is saved first.
+
+Where a value comes from, first match wins: the command line, the ``--resume`` checkpoint
+(task, backend, algorithm and its config, env count, seed, env overrides), the ``--config``
+run record (see unilab_rl.cli.run_record), the ``--preset``, the defaults. Every run writes
+``OUT/run.json``, the resolved configuration with versions and git commit, which
+``--config`` runs again.
+
+Progress: a bar when stdout and stderr are terminals; otherwise (a log file, a pipe, a batch
+job) one status line every 10 s, and with ``--no-progress`` one every 30 s.
 
 Presets and goals: ``--preset NAME`` starts from a named preset (task, backend, env count,
 budget, tuned overrides, goals; see unilab_rl.presets); flags and overrides given here win.
@@ -47,6 +56,16 @@ from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, look
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
 from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir, claim_run_dir
+from unilab_rl.cli.run_record import (
+    RECORD_FORMAT,
+    RECORD_FORMAT_VERSION,
+    RECORD_NAME,
+    RunRecordError,
+    apply_run_record,
+    git_commit,
+    load_run_record,
+    versions,
+)
 from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
@@ -62,7 +81,12 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # both: finish the step, save, e
 SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their index
 
 
-DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64}
+DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64, "seed": 0}
+DEFAULT_STEPS = 1_000_000  # the budget when neither --steps nor --minutes (nor a preset or record) gives one
+# A resumed run takes these from its checkpoint unless the command line gives them.
+FROM_CHECKPOINT = ("task", "backend", "algo", "seed")
+PROGRESS_LINE_EVERY_S = 10.0  # stdout not a terminal: status lines instead of a bar
+NO_PROGRESS_LINE_EVERY_S = 30.0  # --no-progress
 RUNNER_METRICS = ("perf/env_steps_per_s", "perf/env_steps_per_s_all_ranks", "progress/updates")
 
 
@@ -81,7 +105,7 @@ def apply_preset(args: argparse.Namespace) -> None:
             raise UsageError(str(error)) from None
     for key, default in DEFAULTS.items():
         if getattr(args, key) is None:
-            setattr(args, key, getattr(preset, key) if preset is not None else default)
+            setattr(args, key, getattr(preset, key, default) if preset is not None else default)
     if preset is None:
         return
     if args.steps is None and args.minutes is None:
@@ -93,36 +117,56 @@ def apply_preset(args: argparse.Namespace) -> None:
     args.goal = [*preset.goals, *args.goal]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(tasks: list[str] | None = None, backends: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser; ``tasks`` and ``backends``, when given, are listed in ``--help``."""
+    lists = [f"algorithms: {', '.join(sorted(ALGORITHMS))}", f"presets: {', '.join(sorted(PRESETS))}"]
+    if tasks:
+        lists.insert(0, f"tasks: {', '.join(tasks)}")
+    if backends:
+        lists.insert(1, f"backends: {', '.join(backends)}")
     parser = argparse.ArgumentParser(
         prog="unilab-train", description="Train an off-policy policy on a unilab task.",
-        epilog="Overrides: key=value. Keys naming an algorithm config field (or algo.<field>) set the "
-               "algorithm, runner.<field> the runner, anything else is an env override "
-               "(e.g. rewards.alive.weight=2).")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join([
+            *lists, "",
+            "Overrides: key=value, before or after the flags. A key naming an algorithm config field (or",
+            "algo.<field>) sets the algorithm, runner.<field> (log_every, checkpoint_every, timing_sample_every)",
+            "the runner, anything else is a dotted env override checked against the task's config, e.g.",
+            "rewards.velocity.weights.alive=2 or episode_length_s=10 on g1_walk_flat.",
+            "",
+            "Precedence: command line > --resume checkpoint > --config record > --preset > defaults.",
+            "Every run writes OUT/run.json (resolved configuration, versions, git commit); --config runs it again.",
+            "Exit codes: 0 done, 2 bad input (nothing written), 3 the learner diverged, 130 SIGINT, 143 SIGTERM.",
+        ]))
+    parser.add_argument("--list-tasks", action="store_true", help="print the registered tasks and exit")
+    parser.add_argument("--config", type=Path, metavar="RUN_JSON",
+                        help="run again what a run record (OUT/run.json) holds; flags and key=value given here win")
     parser.add_argument("--preset", help=f"start from a named preset: {', '.join(sorted(PRESETS))}")
-    parser.add_argument("--task", help=f"registered task (default {DEFAULTS['task']})")
+    parser.add_argument("--task", help=f"registered task (default {DEFAULTS['task']}; --list-tasks lists them)")
     parser.add_argument("--backend", help=f"simulator backend (default {DEFAULTS['backend']})")
     parser.add_argument("--algo", help=f"one of: {', '.join(sorted(ALGORITHMS))} (default {DEFAULTS['algo']})")
     parser.add_argument("--num-envs", type=int, help=f"parallel envs (default {DEFAULTS['num_envs']})")
-    parser.add_argument("--device", default=None, help="torch device; default: the env decides")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default=None, help="torch device (default: the env decides; the one GPU if visible)")
+    parser.add_argument("--seed", type=int, help=f"seed (default {DEFAULTS['seed']})")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--steps", type=int, help="env steps (transitions over all envs) to run this session")
+    budget.add_argument("--steps", type=int, help="env steps (transitions over all envs) to run this session "
+                                                  f"(default {DEFAULT_STEPS} when no --minutes)")
     budget.add_argument("--minutes", type=float, help="wall-clock minutes to run this session")
-    parser.add_argument("--out", type=Path, default=Path("runs/train"), help="run directory")
-    parser.add_argument("--resume", type=Path, help="checkpoint to continue from")
+    parser.add_argument("--out", type=Path, default=Path("runs/train"), help="run directory (default runs/train)")
+    parser.add_argument("--resume", type=Path, help="checkpoint to continue from (its task, algorithm and config)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the run --out already holds (its checkpoint, metrics, summary, TensorBoard)")
     parser.add_argument("--curve-json", type=Path, help="also write the learning curve (wall-clock) here")
     parser.add_argument("--summary-json", type=Path, help="where the run summary goes (default: OUT/summary.json)")
     parser.add_argument("--goal", action="append", default=[], metavar="'NAME<VALUE'",
                         help="a logged metric and threshold to report on (repeatable)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--no-tensorboard", action="store_true")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar: a status line every 30 s (without a terminal: every 10 s anyway)")
+    parser.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard events")
     parser.add_argument("--torch-threads", type=int, default=None,
-                        help="intra-op threads for the learner; default 1 when the env runs on the CPU")
+                        help="intra-op threads for the learner (default 1 when the env runs on the CPU)")
     parser.add_argument("--nproc", type=int, default=1,
-                        help="processes (one per GPU) to launch through torchrun; 1 = this process trains")
+                        help="processes (one per GPU) to launch through torchrun (default 1: this process trains)")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
@@ -194,9 +238,47 @@ def default_env_factory() -> tuple[EnvFactory, list[str]]:
     return make_training_env, list_tasks()
 
 
+def known_backends() -> list[str] | None:
+    """The active simulator backends (for --help), or None when unisim cannot say."""
+    try:
+        from unisim import backend_scope
+
+        return list(backend_scope().active)
+    except (ImportError, OSError, KeyError, ValueError):
+        return None
+
+
+def task_fingerprint(task: str, env_overrides: dict[str, Any]) -> str | None:
+    """The resolved env config's fingerprint (the one ``unilab-export`` writes), or None for
+    a task unilab does not know (an env factory injected by a test)."""
+    try:
+        from unilab.fingerprint import task_fingerprint as fingerprint
+
+        return fingerprint(task, env_overrides)
+    except (ImportError, ValueError, KeyError):
+        return None
+
+
 def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) -> dict[str, Any]:
-    """Apply the preset, then validate everything that can be validated without building the
-    env; reads only (nothing is created, --out included)."""
+    """Fill unset values (checkpoint, run record, preset, defaults), then validate everything
+    that can be validated without building the env; reads only (nothing is created, --out
+    included)."""
+    record = None
+    if args.config is not None:
+        if args.preset is not None:
+            raise UsageError("--preset with --config: the run record already holds its preset's resolved values")
+        record = load_run_record(args.config)
+    document = None
+    if args.resume is not None:
+        document = load_checkpoint(args.resume)
+        for key in FROM_CHECKPOINT:  # --resume continues the checkpoint's run
+            if getattr(args, key) is None:
+                setattr(args, key, document[key])
+        if args.num_envs is None:
+            args.num_envs = int(document["spec"]["num_envs"])
+    bases: dict[str, dict[str, Any]] = {"algo": {}, "runner": {}, "env": {}}
+    if record is not None:
+        bases = apply_run_record(args, record)
     apply_preset(args)
     if args.num_envs < 1:
         raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
@@ -218,20 +300,18 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
         raise UsageError(str(error)) from None
     algorithm = lookup(args.algo)
     split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
-    document = None
-    base_algo: dict[str, Any] = {}
-    env_overrides = dict(split.env)
-    if args.resume is not None:
-        document = load_checkpoint(args.resume)
+    base_algo: dict[str, Any] = bases["algo"]
+    env_overrides = {**bases["env"], **split.env}
+    if document is not None:
         check_same_task(document, args.task, args.resume)
         if document["algo"] != args.algo:
             raise UsageError(f"checkpoint {args.resume} was trained with --algo {document['algo']}, not {args.algo}")
         base_algo = dict(document["algo_config"])
-        env_overrides = {**document["env_overrides"], **split.env}
+        env_overrides = {**bases["env"], **document["env_overrides"], **split.env}
     algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
     if document is not None:
         check_resume_overrides(algo_config, document["algo_config"], split.algo, args.resume)
-    runner_config = validated(RunnerConfig, {}, split.runner, "runner")
+    runner_config = validated(RunnerConfig, bases["runner"], split.runner, "runner")
     if check_out:  # data-parallel ranks other than 0 write nothing
         try:
             check_run_dir(args.out, args.resume, args.overwrite)
@@ -241,7 +321,7 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
         except RunDirError as error:
             raise UsageError(str(error)) from None
     return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
-            "document": document, "goals": goals}
+            "document": document, "goals": goals, "record": record}
 
 
 def check_resume_overrides(config: Any, trained: dict[str, Any], overrides: dict[str, str], path: Path) -> None:
@@ -355,6 +435,10 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
     random.seed(seed)
     env = build_env(factory, args, device, seed, plan["env_overrides"])
     sink = agent = lock = stopper = None
+    # A bar redraws one line with carriage returns: right on a terminal, one garbled line in
+    # a log file; elsewhere progress prints as status lines.
+    show_bar = not args.no_progress and sys.stdout.isatty() and sys.stderr.isatty()
+    line_every_s = NO_PROGRESS_LINE_EVERY_S if args.no_progress else PROGRESS_LINE_EVERY_S
     tracker = GoalTracker(plan["goals"])
     try:
         try:
@@ -385,8 +469,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
                       "device": str(spec.device), "seed": args.seed, "world_size": 1 if rank is None else rank.world_size,
                       "algo_config": plan["algo_config"].model_dump(), "env_overrides": plan["env_overrides"],
                       "command": " ".join(sys.argv)}
+            write_json_atomic(args.out / RECORD_NAME, run_record(args, plan, spec, header["world_size"]))
             sink = TrainingSink(args.out, args.curve_json, header, tensorboard=not args.no_tensorboard,
-                                print_every_s=30.0 if args.no_progress else None, on_write=tracker.observe)
+                                print_every_s=None if show_bar else line_every_s, on_write=tracker.observe)
             sink.set_max_episode_length(spec.max_episode_length)
             runner.sink = sink
         if rank is not None:
@@ -396,8 +481,10 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         budget_steps = None if args.steps is None else runner.env_steps + args.steps
         budget_seconds = None if args.minutes is None else args.minutes * 60.0
         if budget_steps is None and budget_seconds is None:
-            budget_steps = runner.env_steps + 1_000_000
-        result = runner.train(budget_steps, budget_seconds, progress=is_main and not args.no_progress)
+            budget_steps = runner.env_steps + DEFAULT_STEPS
+        if sink is not None:
+            sink.set_budget(runner.env_steps, budget_steps, runner.elapsed_before_resume_s, budget_seconds)
+        result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
             _write_summary(args, result, tracker, started)
@@ -416,9 +503,34 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
     return stopper.exit_code if result.interrupted and rank is None else 0
 
 
-def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float) -> None:
-    from unilab_rl.cli.metrics_sink import write_json_atomic
+def run_record(args: argparse.Namespace, plan: dict[str, Any], spec: EnvSpec, world_size: int) -> dict[str, Any]:
+    """What ``OUT/run.json`` holds: the resolved configuration this session trains with
+    (``--config`` reads it back; see unilab_rl.cli.run_record) and its provenance."""
+    return {
+        "format": RECORD_FORMAT, "format_version": RECORD_FORMAT_VERSION,
+        "task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
+        "seed": args.seed, "device": args.device, "resolved_device": str(spec.device), "world_size": world_size,
+        "budget": {"steps": args.steps, "minutes": args.minutes},
+        "algo_config": plan["algo_config"].model_dump(mode="json"),
+        "runner_config": plan["runner_config"].model_dump(mode="json"),
+        "env_overrides": dict(plan["env_overrides"]),
+        "task_fingerprint": task_fingerprint(args.task, dict(plan["env_overrides"])),
+        "preset": args.preset if plan["record"] is None else plan["record"].get("preset"),
+        "config": None if args.config is None else str(args.config),
+        "goals": [str(goal) for goal in plan["goals"]],
+        "resumed_from": None if args.resume is None else str(args.resume),
+        "versions": versions(), "git_commit": git_commit(),
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+    }
 
+
+def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+    from unilab_rl.cli.metrics_sink import write_json_atomic as write
+
+    write(path, document)
+
+
+def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float) -> None:
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
@@ -455,19 +567,22 @@ def _print_summary(result: Any, tracker: GoalTracker) -> None:
 
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_intermixed_args(argv)  # key=value may follow flags
+    backends = None
+    if factory is None or tasks is None:
+        factory, tasks = default_env_factory()
+        backends = known_backends()
+    args = build_parser(tasks, backends).parse_intermixed_args(argv)  # key=value may follow flags
+    if args.list_tasks:
+        print("\n".join(tasks))
+        return 0
     try:
         if args.nproc < 1:
             raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
         if args.nproc > 1:
-            if factory is None or tasks is None:
-                factory, tasks = default_env_factory()
             prepare(args, tasks)  # bad input fails here, once, before any rank starts
             return launch_torchrun(args.nproc, _without_nproc(argv))
-        if factory is None or tasks is None:
-            factory, tasks = default_env_factory()
         return train(args, factory, tasks)
-    except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError) as error:
+    except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError) as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except LearnerDiverged as error:
