@@ -2,8 +2,10 @@
 
 A task owner is one flat ``EnvCfg`` whose manager sections are dicts of small term
 configs (mjlab style). Variants are plain functions that build and edit a config.
-Overrides address any field by a dotted path (``rewards.alive.weight=2``); unknown keys
-are rejected with the valid ones listed, and values are type-checked by pydantic.
+Overrides address any field by a dotted path: ``rewards.velocity.weights.alive=2`` on
+g1_walk_flat, whose rewards are one fused term with per-component weights, or
+``rewards.alive.weight=2`` on g1_walk_flat_unfused (one term per reward); unknown keys are
+rejected with the valid ones listed, and values are type-checked by pydantic.
 
 Constraints a config can check by itself are checked here, so an impossible value fails at
 construction naming its field instead of producing NaN rewards or observations later:

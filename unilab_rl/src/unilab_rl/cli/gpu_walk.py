@@ -1,12 +1,14 @@
 """One-command GPU run: ``unilab-train --preset gpu_walk`` with a fixed output layout.
 
-    python -m unilab_rl.cli.gpu_walk --out "$OUT" [--minutes 9] [--algo fastsac] [key=value ...]
+    python -m unilab_rl.cli.gpu_walk --out "$OUT" [--minutes 9] [--algo fastsac] [--nproc N] [key=value ...]
 
-Writes under --out: ``run/`` (checkpoint, metrics.jsonl, TensorBoard), ``curve.json``
+Writes under --out: ``run/`` (checkpoint, run.json, metrics.jsonl, TensorBoard), ``curve.json``
 (headline numbers and the task's metrics vs wall-clock; rewritten at every log interval,
 so a run cut by a time limit still leaves its curve) and ``summary.json`` (the preset's
-goals, when they were first met, the median learning rate, the final numbers). Any other
-``unilab-train`` flag or ``key=value`` override passes through.
+goals, when they were first met, the median learning rate, the final numbers). Every other
+``unilab-train`` flag passes through (``--minutes``, ``--algo``, ``--num-envs``, ``--seed``,
+``--nproc N`` for N GPUs through torchrun, ...), and so do ``key=value`` overrides, which win
+over the preset's (e.g. ``batch_size=16384 updates_per_step=1``); see ``unilab-train --help``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from unilab_rl.cli import train as train_cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gpu_walk", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/gpu_walk")))
+    parser = argparse.ArgumentParser(prog="python -m unilab_rl.cli.gpu_walk", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     usage="%(prog)s [--out OUT] [unilab-train flags, e.g. --minutes M --algo A "
+                                           "--nproc N] [key=value ...]")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/gpu_walk")),
+                        help="output folder (default: $OUT, else runs/gpu_walk)")
     args, rest = parser.parse_known_args(argv)
     train_argv = ["--preset", "gpu_walk", "--out", str(args.out / "run"), "--curve-json", str(args.out / "curve.json"),
                   "--summary-json", str(args.out / "summary.json"), "--no-progress", *rest]

@@ -7,6 +7,7 @@ may be changed. Exit codes: 0 done, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import os
 import sys
 from pathlib import Path
@@ -20,17 +21,23 @@ from unilab_rl.cli.train import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
 
 EXIT_BAD_INPUT = 2
+# MUJOCO_GL platform -> the shared library its OpenGL loader opens. Without it, importing
+# mujoco fails deep inside PyOpenGL (an AttributeError on a None library), so it is checked first.
+GL_LIBRARIES = {"egl": ("EGL", "libegl1"), "osmesa": ("OSMesa", "libosmesa6")}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="unilab-play", description="Evaluate a checkpoint deterministically.")
-    parser.add_argument("--checkpoint", type=Path, required=True)
-    parser.add_argument("--backend", default=None, help="default: the backend the checkpoint was trained on")
-    parser.add_argument("--num-envs", type=int, default=16)
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--episodes", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--video", type=Path, help="write an mp4 of env 0's first episode (MuJoCo offscreen)")
+    parser = argparse.ArgumentParser(prog="unilab-play", description="Evaluate a checkpoint deterministically.",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                                     epilog="Exit codes: 0 done, 2 bad input.")
+    parser.add_argument("--checkpoint", type=Path, required=True, help="a checkpoint.pt unilab-train wrote")
+    parser.add_argument("--backend", default=None, help="simulator backend (None: the one the checkpoint trained on)")
+    parser.add_argument("--num-envs", type=int, default=16, help="parallel envs")
+    parser.add_argument("--device", default=None, help="torch device (None: the env decides)")
+    parser.add_argument("--episodes", type=int, default=16, help="deterministic episodes to summarize")
+    parser.add_argument("--seed", type=int, default=1, help="env seed")
+    parser.add_argument("--video", type=Path, help="write an mp4 of env 0's first episode (MuJoCo offscreen; "
+                                                   "MUJOCO_GL=egl unless set)")
     return parser
 
 
@@ -128,12 +135,25 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     return 0
 
 
+def check_gl_platform() -> None:
+    """Refuse (exit 2, with the fix) a ``MUJOCO_GL`` whose library is not installed."""
+    platform = os.environ.get("MUJOCO_GL", "egl").strip().lower()
+    if platform not in GL_LIBRARIES:
+        return  # glfw and others: MuJoCo reports its own errors
+    library, package = GL_LIBRARIES[platform]
+    if ctypes.util.find_library(library) is None:
+        raise ValueError(f"--video: MUJOCO_GL={platform} needs the {library} library, which is not installed "
+                         f"(Debian/Ubuntu: apt-get install {package}); install it or choose another "
+                         f"MUJOCO_GL ({', '.join(p for p in GL_LIBRARIES if p != platform)})")
+
+
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.video is not None:
-        # MuJoCo picks its GL platform at its first import, which building the env may do.
-        os.environ.setdefault("MUJOCO_GL", "egl")
     try:
+        if args.video is not None:
+            # MuJoCo picks its GL platform at its first import, which building the env may do.
+            os.environ.setdefault("MUJOCO_GL", "egl")
+            check_gl_platform()
         if factory is None:
             from unilab import make_manager_based_rl_env
 
