@@ -225,6 +225,7 @@ def run(args: argparse.Namespace) -> dict:
     for k in range(steps):
         env.step(zeros)
     after = env.backend.diagnostics()
+    diagnostics = json.loads(json.dumps(after, default=str))  # the backend's own figures, JSON-safe
     counters = {}
     for key in ("physics_steps", "set_state_calls"):
         if isinstance(before.get(key), int) and isinstance(after.get(key), int):
@@ -272,7 +273,7 @@ def run(args: argparse.Namespace) -> dict:
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
         "fusion": fusion, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites,
         "host_sync_steps": sync_steps, "dispatch_per_env_step": dispatch,
-        "backend_counters": counters,
+        "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
