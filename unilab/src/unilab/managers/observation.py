@@ -1,5 +1,8 @@
 """Observation manager: groups of terms -> flat (N, dim) float32 tensors.
 
+A term several groups repeat (same function, same params, no state) is computed once per
+pass and its output reused; each group still applies its own noise, clip and scale.
+
 Per-term noise, clip and scale are folded into per-column vectors of the group, so a
 group costs one concatenation plus at most three whole-group ops whatever its term
 count; a group without noise/clip/scale pays none of them. Noise is drawn from the env
@@ -27,6 +30,10 @@ class _Group:
             if t.components is not None and sum(t.components.values()) != self.term_dims[t.name]:
                 raise ValueError(f"observations.{name} term {t.name!r}: components {t.components} add up to "
                                  f"{sum(t.components.values())} columns, the term returns {self.term_dims[t.name]}")
+        # Terms that are the same function with the same params in several groups (the critic
+        # usually repeats the policy's terms) are computed once per pass; a term with state
+        # (``reset``) is always its own.
+        self._keys = [None if t.reset is not None else (t.cfg.func, repr(t.cfg.params)) for t in self.terms]
         self.frame_dim = sum(self.term_dims.values())
         self.history = cfg.history_length
         self.dim = self.frame_dim * self.history
@@ -49,8 +56,16 @@ class _Group:
             self.buffer = torch.zeros(env.num_envs, self.history, self.frame_dim, device=dev)
             self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=dev)
 
-    def frame(self, env) -> torch.Tensor:
-        outs = [fn(env) for fn in self._fns]
+    def frame(self, env, shared: dict) -> torch.Tensor:
+        outs = []
+        for fn, key in zip(self._fns, self._keys):
+            if key is not None and key in shared:
+                outs.append(shared[key])
+                continue
+            out = fn(env)
+            if key is not None:
+                shared[key] = out
+            outs.append(out)
         x = torch.cat(outs, dim=1) if len(outs) > 1 else outs[0].clone()
         if self.has_noise:
             x = x + self.noise_lo + self.noise_width * torch.rand(x.shape, generator=env.rng, device=x.device)
@@ -60,8 +75,8 @@ class _Group:
             x = x * self.scale
         return x
 
-    def compute(self, env, commit: bool) -> torch.Tensor:
-        x = self.frame(env)
+    def compute(self, env, commit: bool, shared: dict) -> torch.Tensor:
+        x = self.frame(env, shared)
         if self.history == 1:
             return x
         # A fresh (just reset) row repeats its first frame over the whole history.
@@ -91,7 +106,8 @@ class ObservationManager:
     def compute(self, env, commit: bool = True) -> dict[str, torch.Tensor]:
         """All groups for the current state; ``commit=False`` (final observations of rows
         about to reset) leaves the history buffers as they were."""
-        return {g.name: g.compute(env, commit) for g in self.groups}
+        shared: dict = {}  # outputs of terms several groups repeat, for this state only
+        return {g.name: g.compute(env, commit, shared) for g in self.groups}
 
     def reset(self, done: torch.Tensor) -> None:
         for g in self.groups:
