@@ -5,7 +5,7 @@ import unilab
 from unisim.host_sync import HostSyncProbe
 backend, n = sys.argv[1], int(sys.argv[2])
 out = {}
-for task in ("g1_walk_flat", "g1_walk_flat_unfused"):
+for task in sys.argv[3].split(","):
     env = unilab.make_manager_based_rl_env(task, backend=backend, num_envs=n, seed=0, overrides=["validate_actions=false"])
     z = torch.zeros(n, env.action_dim)
     for _ in range(3): env.step(z)
