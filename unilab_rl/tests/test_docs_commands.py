@@ -1,0 +1,233 @@
+"""Every command and override the docs show works as shown.
+
+The command lines (``unilab-train``, ``unilab-play``, ``unilab-eval``, ``unilab-export``,
+``python -m unilab_rl.cli.gpu_walk``) in README.md, docs/training.md and docs/tasks.md are
+extracted from their code blocks and inline code, and each must parse with its tool's
+argument parser; a training command's overrides must also pass the same checks unilab-train
+makes before building anything (algorithm and runner configs validated, env overrides
+resolved against the real task config). Every inline ``key=value`` override shown in prose
+is checked the same way, on the task the sentence names (``... on g1_walk_flat_unfused``),
+else g1_walk_flat. These checks build no env; one test also runs README's CPU quick-start
+chain for real (train, play with video, export, eval, --config) with tiny budgets on mujoco
+(about 15 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from unilab.evaluation import task_evaluation
+from unilab.fingerprint import task_fingerprint
+from unilab_rl.algorithms import ALGORITHMS
+from unilab_rl.cli import evaluate as eval_cli
+from unilab_rl.cli import export as export_cli
+from unilab_rl.cli import gpu_walk as gpu_walk_cli
+from unilab_rl.cli import play as play_cli
+from unilab_rl.cli import train as train_cli
+from unilab_rl.runner import RunnerConfig
+
+from unilab import list_tasks
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco: the video is drawn offscreen
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "training.md", ROOT / "docs" / "tasks.md"]
+TOOLS = ("unilab-train", "unilab-play", "unilab-eval", "unilab-export", "python -m unilab_rl.cli.gpu_walk")
+# Inline spans that look like key=value but are Python keyword arguments named in prose.
+PYTHON_KWARGS = {"capturable", "weights_only", "init_at_random_ep_len", "deterministic", "allow_pickle"}
+OVERRIDE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*=[^\s=]+$")
+DEFAULT_TASK = "g1_walk_flat"
+
+
+def _strip_prefix(line: str) -> str | None:
+    """The command without its ``.venv/bin/`` prefix, if it runs one of TOOLS."""
+    line = line.strip().replace(".venv/bin/python ", "python ").replace(".venv/bin/", "")
+    return line if line.startswith(TOOLS) else None
+
+
+def doc_commands() -> list[tuple[str, str]]:
+    """(where, command) of every tool command in the docs' code blocks and inline code;
+    synopsis lines with placeholders (``[--flag X]``, ``A | B``) are left out."""
+    found = []
+    for path in DOCS:
+        text = path.read_text()
+        for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S):
+            joined = re.sub(r"\\\n\s*", " ", block)
+            for line in joined.splitlines():
+                command = _strip_prefix(line.split(" # ")[0].split("   #")[0])
+                if command:
+                    found.append((path.name, command))
+        for span in re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S)):
+            command = _strip_prefix(span)
+            if command and " " in command.strip() and not re.search(r"\[|\||\bFILE\b|\bPATH\b|\bNAME\b", command):
+                found.append((path.name, command))
+    return found
+
+
+def doc_overrides() -> list[tuple[str, str, str]]:
+    """(where, key=value, task) of every inline override shown in prose."""
+    found = []
+    for path in DOCS:
+        prose = re.sub(r"```.*?```", lambda block: "\n" * block[0].count("\n"), path.read_text(), flags=re.S)
+        for number, line in enumerate(prose.splitlines(), 1):
+            for match in re.finditer(r"`([^`]+)`", line):
+                tokens = match[1].split()
+                if not tokens or not all(OVERRIDE.match(t) for t in tokens):
+                    continue
+                named = re.search(r"\bon (g1_\w+)", line[match.end():])
+                task = named[1] if named else DEFAULT_TASK
+                for token in tokens:
+                    key, _, value = token.partition("=")
+                    if key not in PYTHON_KWARGS and key != "key" and value.lower() != "value":
+                        found.append((f"{path.name}:{number}", token, task))
+    return found
+
+
+def check_override(token: str, task: str, algo: str | None = None) -> None:
+    """The checks an override meets before anything is built: an algorithm or runner field
+    validates, ``eval.*`` is a protocol option, anything else resolves on the task's config."""
+    key, _, value = token.partition("=")
+    if key.startswith("eval."):
+        task_evaluation(task, {key.removeprefix("eval."): value})
+        return
+    for name, algorithm in ALGORITHMS.items():
+        if algo not in (None, name):
+            continue
+        fields = algorithm.config_class.model_fields
+        if key in fields or key.removeprefix("algo.") in fields:
+            algorithm.config_class.model_validate({key.removeprefix("algo."): value})
+            return
+    if key.removeprefix("runner.") in RunnerConfig.model_fields:
+        RunnerConfig.model_validate({key.removeprefix("runner."): value})
+        return
+    task_fingerprint(task, {key: value})  # raises naming the key on an unknown key or bad value
+
+
+def check_train_command(argv: list[str]) -> None:
+    """What unilab-train checks before building the env, without a checkpoint, record or --out."""
+    args = train_cli.build_parser(list_tasks()).parse_intermixed_args(argv)
+    if args.list_tasks:
+        return
+    args.resume = None  # the checkpoint a docs example resumes exists only after its run
+    args.config = None  # likewise the run record
+    plan = train_cli.prepare(args, list_tasks(), check_out=False)
+    task_fingerprint(args.task, plan["env_overrides"])
+
+
+def check_command(command: str) -> None:
+    argv = shlex.split(command.replace('"$OUT"', "runs/out"))
+    if argv == ["unilab-train", "--help"]:
+        with pytest.raises(SystemExit) as shown:
+            train_cli.build_parser(list_tasks()).parse_intermixed_args(argv[1:])
+        assert shown.value.code == 0
+        return
+    if argv[0] == "python":
+        captured: list[list[str]] = []
+        original = train_cli.main
+        train_cli.main = lambda a: captured.append(a) or 0
+        try:
+            assert gpu_walk_cli.main(argv[3:]) == 0
+        finally:
+            train_cli.main = original
+        check_train_command(captured[0])
+    elif argv[0] == "unilab-train":
+        check_train_command(argv[1:])
+    elif argv[0] == "unilab-eval":
+        args = eval_cli.build_parser().parse_args(argv[1:])
+        for token in args.overrides:
+            check_override(token, "g1_walk_flat")
+    else:
+        parser = {"unilab-play": play_cli, "unilab-export": export_cli}[argv[0]].build_parser()
+        parser.parse_args(argv[1:])
+
+
+COMMANDS = doc_commands()
+OVERRIDES = doc_overrides()
+
+
+def test_the_docs_show_commands_of_every_tool_and_overrides():
+    tools = {shlex.split(c)[0] for _, c in COMMANDS}
+    assert tools >= {"unilab-train", "unilab-play", "unilab-eval", "unilab-export", "python"}, tools
+    assert len(OVERRIDES) >= 8 and any(t == "rewards.velocity.weights.alive=2" for _, t, _ in OVERRIDES)
+
+
+@pytest.mark.parametrize(("where", "command"), COMMANDS, ids=[f"{w}:{c[:60]}" for w, c in COMMANDS])
+def test_every_command_in_the_docs_parses_and_its_overrides_resolve(where, command):
+    check_command(command)
+
+
+@pytest.mark.parametrize(("where", "token", "task"), OVERRIDES, ids=[f"{w}:{t}" for w, t, _ in OVERRIDES])
+def test_every_override_in_the_docs_is_valid_on_the_task_it_is_shown_for(where, token, task):
+    check_override(token, task)
+
+
+def test_the_override_example_of_unilab_train_help_resolves_on_the_default_task():
+    epilog = train_cli.build_parser().epilog
+    shown = re.findall(r"\b([a-z_]+(?:\.[a-z_]+)+=\d+|episode_length_s=\d+)", epilog)
+    assert "rewards.velocity.weights.alive=2" in shown
+    for token in shown:
+        check_override(token, train_cli.DEFAULTS["task"])
+
+
+def test_an_override_the_docs_used_to_show_is_refused_on_the_default_task():
+    with pytest.raises(ValueError, match="unknown key 'alive'"):
+        check_override("rewards.alive.weight=2", DEFAULT_TASK)
+
+
+TINY = ["batch_size=64", "learning_starts=128", "updates_per_step=1", "actor_width=32", "critic_width=32",
+        "log_every=10", "replay_capacity_per_env=64"]
+
+
+def _tiny(command: str, out: Path) -> list[str]:
+    """A docs command made cheap: its budget replaced by a few steps, small networks, tmp paths."""
+    argv = shlex.split(command)[1:]
+    for flag in ("--minutes", "--num-envs"):
+        if flag in argv:
+            i = argv.index(flag)
+            del argv[i:i + 2]
+    argv = [a.replace("runs/", f"{out}/") for a in argv if not a.startswith(("batch_size", "learning_starts",
+                                                                             "updates_per_step", "actor_width",
+                                                                             "critic_width"))]
+    return argv
+
+
+def test_the_quick_start_chain_runs_for_real_with_tiny_budgets(tmp_path, capsys):
+    """README's CPU quick start: train, play, export, eval and --config, as shown, budgets cut."""
+    train = next(c for w, c in COMMANDS if w == "README.md" and c.startswith("unilab-train --task"))
+    argv = _tiny(train, tmp_path) + ["--num-envs", "8", "--steps", "320", "--no-tensorboard", *TINY]
+    assert train_cli.main(argv) == 0
+    run = tmp_path / "quickstart"
+    record = json.loads((run / "run.json").read_text())
+    assert record["algo"] == "fastsac" and record["task_fingerprint"].startswith("sha256:")
+    keys = set()
+    for line in (run / "metrics.jsonl").read_text().splitlines():
+        keys |= set(json.loads(line))
+    text = (ROOT / "docs" / "training.md").read_text()
+    section = text[text.index("Metrics, as a g1_walk_flat run"):text.index("### Run record")]
+    for key in keys - {"env_steps", "wall_s"}:  # every metric the run wrote is in the docs' list
+        family, _, name = key.rpartition("/")
+        listed = f"`{key}`" in section or (
+            family in ("env/reward", "env/termination") and f"`{family}/<" in section
+            and re.search(rf"\b{name}\b", section) is not None)
+        assert listed, key
+    assert not any(k.startswith("env_log/") for k in keys)  # documented as absent for unilab's tasks
+
+    play = next(c for w, c in COMMANDS if w == "README.md" and c.startswith("unilab-play"))
+    play_argv = [a.replace("runs/", f"{tmp_path}/") for a in shlex.split(play)[1:]]
+    play_argv[play_argv.index("--episodes") + 1] = "2"
+    assert play_cli.main([*play_argv, "--num-envs", "2"]) == 0
+    assert (run / "play.mp4").stat().st_size > 0
+    export = next(c for w, c in COMMANDS if w == "README.md" and c.startswith("unilab-export"))
+    assert export_cli.main([a.replace("runs/", f"{tmp_path}/") for a in shlex.split(export)[1:]]) == 0
+    assert (run / "policy.onnx").exists()
+    assert eval_cli.main(["--checkpoint", str(run / "checkpoint.pt"), "--no-plot", "eval.envs_per_command=1",
+                          "eval.seconds=3"]) in (0, 1)
+    again = tmp_path / "again"
+    assert train_cli.main(["--config", str(run / "run.json"), "--out", str(again), "--steps", "80"]) == 0
+    rerun = json.loads((again / "run.json").read_text())
+    assert rerun["algo_config"] == record["algo_config"] and rerun["env_overrides"] == record["env_overrides"]
