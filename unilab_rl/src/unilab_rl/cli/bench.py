@@ -35,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="what", required=True)
     for name, what in (("env", "Manager env step vs raw physics (python -m unilab_bench.env_step --help)"),
                        ("backend", "mjwarp/genesis adapter vs raw (python -m unisim_bench.backend --help)"),
-                       ("backend-host", "mujoco adapter vs raw rollout (python -m unisim_bench.mujoco_host --help)")):
+                       ("backend-host", "mujoco adapter vs raw rollout (python -m unisim_bench.mujoco_host --help)"),
+                       ("matrix", "the minimum matrix of collector cases, optionally paired against --base REV "
+                                  "(unilab-bench matrix --help)"),
+                       ("compare", "classify a head record against a base by the staged budget "
+                                   "(unilab-bench compare --help)")):
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--task", default="g1_walk_flat")
@@ -165,7 +169,9 @@ def _git_commit() -> str:
 
 def _delegated() -> dict[str, Any]:
     """Benchmarks of the lower layers, reachable from one CLI (this is the composition root)."""
+    import unilab_bench.compare
     import unilab_bench.env_step
+    import unilab_bench.matrix
     import unisim_bench.backend
     import unisim_bench.mujoco_host
 
@@ -173,6 +179,8 @@ def _delegated() -> dict[str, Any]:
         "env": unilab_bench.env_step.main,  # Manager env step vs raw physics of the same scene
         "backend": unisim_bench.backend.main,  # mjwarp adapter vs raw graph replay; set_state; genesis
         "backend-host": unisim_bench.mujoco_host.main,  # mujoco adapter vs raw mujoco.rollout
+        "matrix": unilab_bench.matrix.main,  # collector cases, per-case processes, --base paired
+        "compare": unilab_bench.compare.main,  # staged budget: exit 0 pass, 1 allowance used, 2 blocked
     }
 
 
@@ -181,6 +189,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     if argv and argv[0] in ("env", "backend", "backend-host"):
         _delegated()[argv[0]](argv[1:])
         return 0
+    if argv and argv[0] in ("matrix", "compare"):
+        return _delegated()[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if factory is None:

@@ -1,0 +1,229 @@
+"""Classify a head matrix record against a base record by the staged performance budget.
+
+    unilab-bench compare BASE.json HEAD.json [--baseline ORIGINAL.json] [--json OUT]
+    unilab-bench compare RUN.json             # a ``matrix --base`` record (both sides, paired)
+
+The budget (docs/perf/README.md):
+
+- throughput (streamed env steps/s, collector steps/s with and without learning) may cost at
+  most the per-change allowance: 20% on motion tracking, 10% on walking and any other task;
+- the closeout ceiling is 25% against the baseline (``--baseline``, else the base);
+- ``reset_done_ms`` may not grow by more than 50% or 2 ms, whichever is smaller;
+- no new per-step host sync (the selected-reset path runs inside every step, masked, so a
+  sync it gains is a per-step sync) and no new redundant physics step in a reset.
+
+Noise: a cost within the samples' own spread is "inside noise"; it passes only if its upper
+estimate (the worst of the paired samples) is inside the allowance. Verdicts per case:
+``pass``, ``allowance used`` (names the optimization follow-up it opens: bring the metric
+back to at least the base) and ``blocked``. Exit code: 0 all pass, 1 some allowance used,
+2 something blocked, 3 the records could not be read or compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+PASS, ALLOWANCE, BLOCKED = "pass", "allowance used", "blocked"
+EXIT = {PASS: 0, ALLOWANCE: 1, BLOCKED: 2}
+EXIT_ERROR = 3
+ORDER = {PASS: 0, ALLOWANCE: 1, BLOCKED: 2}
+
+ALLOWANCE_BY_TASK = {"g1_motion_tracking": 0.20}
+DEFAULT_ALLOWANCE = 0.10  # walking and any task without its own figure
+CLOSEOUT_CEILING = 0.25
+RESET_DONE_GROWTH = (0.5, 2.0)  # relative, absolute ms: the smaller bound applies
+# Higher is better; these are what a change's allowance is spent on.
+THROUGHPUT = ("env_steps_per_s_streamed", "collector_steps_per_s_no_learning",
+              "collector_steps_per_s_with_learning")
+SYNCS = ("host_syncs_per_env_step", "host_syncs_per_env_step_cuda")
+REDUNDANT = "redundant_physics_steps_in_reset"
+
+
+def allowance_for(task: str) -> float:
+    return ALLOWANCE_BY_TASK.get(task, DEFAULT_ALLOWANCE)
+
+
+def _values(side: dict[str, Any], metric: str) -> list[float]:
+    return [s[metric] for s in side.get("samples", []) if isinstance(s.get(metric), (int, float))]
+
+
+def _spread(values: list[float]) -> float:
+    """Relative spread (max - min) / median of one side's samples."""
+    if len(values) < 2:
+        return 0.0
+    median = statistics.median(values)
+    return (max(values) - min(values)) / median if median else 0.0
+
+
+def throughput_costs(base: list[float], head: list[float], paired: bool) -> tuple[float, float]:
+    """(median cost, worst cost) of head against base; cost = 1 - head/base (positive = slower).
+    Paired: per round. Unpaired: medians, and the worst is min(head) against max(base)."""
+    if paired and len(base) == len(head):
+        costs = [1 - h / b for b, h in zip(base, head, strict=True) if b > 0]
+        return statistics.median(costs), max(costs)
+    return 1 - statistics.median(head) / statistics.median(base), 1 - min(head) / max(base)
+
+
+def growths(base: list[float], head: list[float], paired: bool) -> tuple[float, float]:
+    """(median, worst) absolute growth head - base."""
+    if paired and len(base) == len(head):
+        diffs = [h - b for b, h in zip(base, head, strict=True)]
+        return statistics.median(diffs), max(diffs)
+    return statistics.median(head) - statistics.median(base), max(head) - min(base)
+
+
+def judge_throughput(case: str, metric: str, base: list[float], head: list[float], paired: bool,
+                     allowance: float, baseline: list[float] | None = None) -> dict[str, Any]:
+    cost, worst = throughput_costs(base, head, paired)
+    noise = max(_spread(base), _spread(head))
+    inside_noise = abs(cost) <= noise
+    follow_up = f"optimization follow-up: {case} {metric} back to at least the base ({statistics.median(base):.0f})"
+    if cost > allowance:
+        verdict, why = BLOCKED, f"costs {cost:+.1%} (median), over the {allowance:.0%} allowance"
+    elif worst > CLOSEOUT_CEILING:
+        verdict, why = BLOCKED, f"worst paired sample costs {worst:+.1%}, over the {CLOSEOUT_CEILING:.0%} ceiling"
+    elif cost <= 0 or inside_noise:
+        if worst <= allowance:
+            verdict, why = PASS, f"{cost:+.1%} (median), worst {worst:+.1%}" + (" inside noise" if cost > 0 else "")
+        else:
+            verdict, why = ALLOWANCE, (f"inside noise ({noise:.0%}) but the worst paired sample costs {worst:+.1%}, "
+                                       f"over the {allowance:.0%} allowance; {follow_up}, or rerun quieter")
+    else:
+        verdict, why = ALLOWANCE, f"costs {cost:+.1%} (median, noise {noise:.0%}); {follow_up}"
+    out = {"metric": metric, "verdict": verdict, "why": why, "cost_median": cost, "cost_worst": worst,
+           "noise": noise, "allowance": allowance}
+    if baseline:
+        closeout = 1 - statistics.median(head) / statistics.median(baseline)
+        out["cost_vs_baseline"] = closeout
+        if closeout > CLOSEOUT_CEILING:
+            out["verdict"], out["why"] = BLOCKED, (f"{closeout:+.1%} against the baseline, over the "
+                                                   f"{CLOSEOUT_CEILING:.0%} closeout ceiling")
+    return out
+
+
+def judge_reset_done(base: list[float], head: list[float], paired: bool) -> dict[str, Any]:
+    rel, absolute = RESET_DONE_GROWTH
+    limit = min(rel * statistics.median(base), absolute)
+    growth, worst = growths(base, head, paired)
+    if growth > limit:
+        verdict, why = BLOCKED, f"grows {growth:+.3f} ms (median), over the {limit:.3f} ms limit"
+    elif worst > limit:
+        verdict, why = BLOCKED, (f"median {growth:+.3f} ms is inside, but the worst paired sample grows "
+                                 f"{worst:+.3f} ms, over the {limit:.3f} ms limit (rerun quieter or longer)")
+    else:
+        verdict, why = PASS, f"{growth:+.3f} ms (median), worst {worst:+.3f} ms, limit {limit:.3f} ms"
+    return {"metric": "reset_done_ms", "verdict": verdict, "why": why, "growth_median_ms": growth,
+            "growth_worst_ms": worst, "limit_ms": limit}
+
+
+def judge_count(metric: str, base: list[float], head: list[float], what: str) -> dict[str, Any]:
+    """Counts are deterministic: any increase of the largest count is new."""
+    b, h = max(base), max(head)
+    if h > b + 1e-9:
+        return {"metric": metric, "verdict": BLOCKED, "why": f"new {what}: {b:g} -> {h:g} per step"}
+    return {"metric": metric, "verdict": PASS, "why": f"{b:g} -> {h:g} per step"}
+
+
+def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | None, paired: bool,
+                 baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+    task = name.split("/")[1] if name.count("/") >= 2 else name
+    if head is None or head.get("status") != "ok":
+        reason = "case absent in head" if head is None else f"head: {head.get('status')}"
+        return {"case": name, "verdict": BLOCKED, "why": reason, "metrics": []}
+    if base is None or base.get("status") != "ok":
+        reason = "case absent in base" if base is None else f"base: {base.get('status')}"
+        return {"case": name, "verdict": PASS, "why": f"{reason}; head recorded, nothing to compare",
+                "metrics": [], "absent_in_base": True}
+    smoke = bool(head.get("smoke"))
+    allowance = allowance_for(task)
+    metrics: list[dict[str, Any]] = []
+    if not smoke:
+        for metric in THROUGHPUT:
+            b, h = _values(base, metric), _values(head, metric)
+            if b and h:
+                line = _values(baseline, metric) if baseline and baseline.get("status") == "ok" else None
+                metrics.append(judge_throughput(name, metric, b, h, paired, allowance, line))
+        b, h = _values(base, "reset_done_ms"), _values(head, "reset_done_ms")
+        if b and h:
+            metrics.append(judge_reset_done(b, h, paired))
+    for metric in SYNCS:
+        b, h = _values(base, metric), _values(head, metric)
+        if b and h:
+            metrics.append(judge_count(metric, b, h, "host sync"))
+    b, h = _values(base, REDUNDANT), _values(head, REDUNDANT)
+    if b and h:
+        metrics.append(judge_count(REDUNDANT, b, h, "redundant physics step in reset"))
+    verdict = max((m["verdict"] for m in metrics), key=ORDER.__getitem__, default=PASS)
+    worst = [m for m in metrics if m["verdict"] == verdict and verdict != PASS]
+    why = "; ".join(f"{m['metric']}: {m['why']}" for m in worst) or ("smoke: counts only" if smoke else "inside budget")
+    return {"case": name, "verdict": verdict, "why": why, "metrics": metrics, "smoke": smoke,
+            "allowance": allowance, "paired": paired}
+
+
+def compare_records(base_cases: dict[str, Any], head_cases: dict[str, Any], paired: bool,
+                    baseline_cases: dict[str, Any] | None = None) -> dict[str, Any]:
+    results = [compare_case(name, base_cases.get(name), head_cases.get(name), paired,
+                            (baseline_cases or {}).get(name))
+               for name in sorted(set(head_cases) | set(base_cases))]
+    verdict = max((r["verdict"] for r in results), key=ORDER.__getitem__, default=PASS)
+    return {"verdict": verdict, "exit_code": EXIT[verdict], "paired": paired, "cases": results,
+            "budget": {"allowance_by_task": ALLOWANCE_BY_TASK, "default_allowance": DEFAULT_ALLOWANCE,
+                       "closeout_ceiling": CLOSEOUT_CEILING, "reset_done_growth_limit": RESET_DONE_GROWTH}}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    pairing = "paired per round" if result["paired"] else "unpaired (separate runs)"
+    lines = [f"budget comparison ({pairing}): {result['verdict']} (exit {result['exit_code']})",
+             "| case | verdict | metric | detail |", "|---|---|---|---|"]
+    for r in result["cases"]:
+        if not r["metrics"]:
+            lines.append(f"| {r['case']} | {r['verdict']} | - | {r['why']} |")
+        for m in r["metrics"]:
+            lines.append(f"| {r['case']} | {m['verdict']} | {m['metric']} | {m['why']} |")
+    return "\n".join(lines)
+
+
+def _sides(path: Path, side: str) -> dict[str, Any]:
+    record = json.loads(path.read_text())
+    if record.get("benchmark") != "unilab_bench.matrix":
+        raise ValueError(f"{path}: not a unilab-bench matrix record")
+    return {name: case.get(side) for name, case in record["cases"].items() if case.get(side) is not None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="unilab-bench compare", description=__doc__.split("\n")[0])
+    p.add_argument("records", nargs="+", type=Path, metavar="RECORD.json",
+                   help="BASE.json HEAD.json (the 'head' side of each), or one matrix --base record")
+    p.add_argument("--baseline", type=Path, help="the migration's baseline record (closeout ceiling)")
+    p.add_argument("--json", type=Path, help="write the comparison here")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as stop:
+        return EXIT_ERROR if stop.code else 0
+    try:
+        if len(args.records) == 1:
+            base, head, paired = _sides(args.records[0], "base"), _sides(args.records[0], "head"), True
+            if not base:
+                raise ValueError(f"{args.records[0]}: no base side; give BASE.json HEAD.json")
+        elif len(args.records) == 2:
+            base, head, paired = _sides(args.records[0], "head"), _sides(args.records[1], "head"), False
+        else:
+            raise ValueError("give BASE.json HEAD.json, or one matrix --base record")
+        baseline = _sides(args.baseline, "head") if args.baseline else None
+        result = compare_records(base, head, paired, baseline)
+    except (OSError, ValueError, KeyError) as error:
+        print(f"unilab-bench compare: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print(format_table(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return result["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

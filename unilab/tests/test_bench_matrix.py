@@ -1,0 +1,225 @@
+"""unilab-bench matrix and compare on synthetic records: the staged budget's verdicts (a planted
+-30% on tracking, +3 ms reset_done_ms and a new host sync fail), the noise rule, exit codes,
+and the driver's interleaving and absent-case handling without running a process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from unilab_bench import compare, matrix
+
+TRACK, WALK = "flashsac/g1_motion_tracking/mujoco", "fastsac/g1_walk_flat/mujoco"
+
+
+def side(throughput=(1000.0, 1010.0, 990.0), reset_done=(1.0, 1.0, 1.0), syncs=0.0, redundant=0.0, smoke=False):
+    samples = [{"env_steps_per_s_streamed": t, "collector_steps_per_s_no_learning": t / 2,
+                "collector_steps_per_s_with_learning": t / 10, "reset_done_ms": r,
+                "host_syncs_per_env_step": syncs, "host_syncs_per_env_step_cuda": None,
+                "redundant_physics_steps_in_reset": redundant}
+               for t, r in zip(throughput, reset_done, strict=True)]
+    return {"status": "ok", "smoke": smoke, "samples": samples}
+
+
+def scaled(factor, base=(1000.0, 1010.0, 990.0)):
+    return tuple(v * factor for v in base)
+
+
+def verdict(base, head, name=TRACK, paired=True):
+    return compare.compare_case(name, base, head, paired)
+
+
+def test_unchanged_passes_and_exits_zero():
+    result = compare.compare_records({TRACK: side(), WALK: side()}, {TRACK: side(), WALK: side()}, paired=True)
+    assert result["verdict"] == compare.PASS and result["exit_code"] == 0
+    assert {m["metric"] for m in result["cases"][0]["metrics"]} >= {
+        "env_steps_per_s_streamed", "collector_steps_per_s_with_learning", "reset_done_ms", "host_syncs_per_env_step"}
+
+
+def test_planted_tracking_throughput_minus_30_percent_is_blocked():
+    r = verdict(side(), side(throughput=scaled(0.7)))
+    assert r["verdict"] == compare.BLOCKED and "20% allowance" in r["why"]
+    assert compare.compare_records({TRACK: side()}, {TRACK: side(throughput=scaled(0.7))}, True)["exit_code"] == 2
+
+
+def test_tracking_cost_beyond_noise_within_20_percent_uses_the_allowance_and_names_the_follow_up():
+    tight = (1000.0, 1001.0, 999.0)
+    r = verdict(side(throughput=tight), side(throughput=scaled(0.88, tight)))
+    assert r["verdict"] == compare.ALLOWANCE and "optimization follow-up" in r["why"]
+    assert compare.compare_records({TRACK: side(tight)}, {TRACK: side(scaled(0.88, tight))}, True)["exit_code"] == 1
+
+
+def test_walking_allowance_is_ten_percent():
+    tight = (1000.0, 1001.0, 999.0)
+    assert verdict(side(tight), side(scaled(0.88, tight)), name=WALK)["verdict"] == compare.BLOCKED
+    assert verdict(side(tight), side(scaled(0.95, tight)), name=WALK)["verdict"] == compare.ALLOWANCE
+
+
+def test_planted_reset_done_plus_3_ms_is_blocked():
+    r = verdict(side(reset_done=(5.0, 5.0, 5.0)), side(reset_done=(8.0, 8.0, 8.0)))
+    assert r["verdict"] == compare.BLOCKED and "reset_done_ms" in r["why"]
+
+
+def test_reset_done_limit_is_the_smaller_of_50_percent_and_2_ms():
+    # 1 ms base: the limit is 0.5 ms, so +0.6 ms blocks though it is under 2 ms.
+    assert verdict(side(reset_done=(1.0,) * 3), side(reset_done=(1.6,) * 3))["verdict"] == compare.BLOCKED
+    assert verdict(side(reset_done=(1.0,) * 3), side(reset_done=(1.4,) * 3))["verdict"] == compare.PASS
+    # 10 ms base: the limit is 2 ms.
+    assert verdict(side(reset_done=(10.0,) * 3), side(reset_done=(11.9,) * 3))["verdict"] == compare.PASS
+    assert verdict(side(reset_done=(10.0,) * 3), side(reset_done=(12.1,) * 3))["verdict"] == compare.BLOCKED
+
+
+def test_planted_new_host_sync_is_blocked_even_in_a_smoke_case():
+    r = verdict(side(), side(syncs=1.0))
+    assert r["verdict"] == compare.BLOCKED and "new host sync" in r["why"]
+    assert verdict(side(smoke=True), side(syncs=0.5, smoke=True))["verdict"] == compare.BLOCKED
+    assert verdict(side(), side(redundant=1.0))["verdict"] == compare.BLOCKED
+
+
+def test_noise_rule_a_result_inside_noise_passes_only_if_its_worst_paired_sample_is_inside():
+    noisy_base = (1000.0, 1300.0, 1000.0)  # 30% spread
+    # median cost 0 (inside noise), worst paired sample -23%: not a pass.
+    head = (1000.0, 1000.0, 1000.0)
+    r = compare.judge_throughput(TRACK, "env_steps_per_s_streamed", list(noisy_base), list(head), True, 0.20)
+    assert r["cost_median"] == pytest.approx(0.0) and r["cost_worst"] == pytest.approx(1 - 1000 / 1300)
+    assert r["verdict"] == compare.ALLOWANCE and "inside noise" in r["why"]
+    # The same median with every paired sample inside the allowance passes.
+    r = compare.judge_throughput(TRACK, "env_steps_per_s_streamed", [1000, 1100, 1000], [1000, 1000, 1000], True, 0.20)
+    assert r["verdict"] == compare.PASS
+    # A worst paired sample beyond the 25% closeout ceiling blocks.
+    r = compare.judge_throughput(TRACK, "env_steps_per_s_streamed", [1000, 1500, 1000], [1000, 1000, 1000], True, 0.20)
+    assert r["verdict"] == compare.BLOCKED and "ceiling" in r["why"]
+    # noise in reset_done_ms: a median inside the limit with a worst sample over it blocks.
+    assert compare.judge_reset_done([1.0, 1.0, 1.0], [1.0, 1.7, 1.0], True)["verdict"] == compare.BLOCKED
+
+
+def test_unpaired_worst_is_min_head_against_max_base():
+    cost, worst = compare.throughput_costs([900, 1000, 1100], [900, 1000, 1100], paired=False)
+    assert cost == pytest.approx(0.0) and worst == pytest.approx(1 - 900 / 1100)
+
+
+def test_closeout_ceiling_against_the_baseline():
+    baseline = side(throughput=scaled(1.4))  # the migration started 40% faster
+    r = compare.compare_case(TRACK, side(), side(), True, baseline)
+    assert r["verdict"] == compare.BLOCKED and "closeout ceiling" in r["why"]
+
+
+def test_case_absent_in_base_is_said_not_crashed_and_absent_in_head_blocks():
+    r = verdict(None, side())
+    assert r["verdict"] == compare.PASS and "case absent in base" in r["why"]
+    r = verdict({"status": "case absent in base: no task g1_motion_tracking", "samples": []}, side())
+    assert "case absent in base" in r["why"]
+    assert verdict(side(), None)["verdict"] == compare.BLOCKED
+
+
+def _record(path: Path, cases: dict, base: dict | None = None) -> Path:
+    per_case = {name: {"head": s} | ({"base": base[name]} if base and name in base else {})
+                for name, s in cases.items()}
+    path.write_text(json.dumps({"benchmark": "unilab_bench.matrix", "cases": per_case}))
+    return path
+
+
+def test_compare_cli_exit_codes_on_files(tmp_path, capsys):
+    base = _record(tmp_path / "base.json", {TRACK: side(), WALK: side()})
+    good = _record(tmp_path / "good.json", {TRACK: side(), WALK: side()})
+    slow = _record(tmp_path / "slow.json", {TRACK: side(throughput=scaled(0.7)), WALK: side()})
+    synced = _record(tmp_path / "sync.json", {TRACK: side(), WALK: side(syncs=1.0)})
+    assert compare.main([str(base), str(good)]) == 0
+    assert compare.main([str(base), str(slow)]) == 2
+    assert compare.main([str(base), str(synced), "--json", str(tmp_path / "out.json")]) == 2
+    assert json.loads((tmp_path / "out.json").read_text())["verdict"] == compare.BLOCKED
+    out = capsys.readouterr().out
+    assert "| case | verdict | metric | detail |" in out and "new host sync" in out
+    both = _record(tmp_path / "run.json", {TRACK: side(reset_done=(4.0,) * 3)}, base={TRACK: side()})
+    assert compare.main([str(both)]) == 2  # one --base record: paired, +3 ms reset_done_ms
+    assert compare.main([str(tmp_path / "missing.json"), str(good)]) == compare.EXIT_ERROR
+    assert compare.main([str(good)]) == compare.EXIT_ERROR  # no base side
+    assert compare.main([]) == compare.EXIT_ERROR
+
+
+def test_default_selection_and_filter():
+    names = [c.name for c in matrix.select_cases(None, "cpu")]
+    assert names == ["flashsac/g1_motion_tracking/mujoco", "flashsac/g1_walk_flat/mujoco", "fastsac/g1_walk_flat/mujoco"]
+    assert len(matrix.select_cases(None, "cuda")) == 9
+    assert all(c.smoke for c in matrix.CASES if c.backend == "genesis")
+    assert [c.name for c in matrix.select_cases("*/g1_walk_flat/mjwarp", "cuda")] == [
+        "flashsac/g1_walk_flat/mjwarp", "fastsac/g1_walk_flat/mjwarp"]
+    with pytest.raises(ValueError, match="matches no case"):
+        matrix.select_cases("nope", "cpu")
+
+
+def test_case_metrics_reads_the_runners_records_by_name():
+    env = {"env_steps_per_s": {"env_zero": {"median": 900.0}, "raw": {"median": 1200.0}},
+           "ratio_to_raw_median": {"env_zero": 0.75}, "paired_ratio_to_raw": {"env_zero": {"median": 0.7}},
+           "phases_ms_per_step": {"update_state_ms": 1.0, "reset_done_ms": 0.5, "reset_done_reset_call_ms": 0.2,
+                                  "backend_step_ms": 3.0},
+           "python_calls_per_env_step": 800.0, "backend_counters": {"redundant_physics_steps_per_env_step": 0.0},
+           "dispatch_per_env_step": {"host_syncs_per_step": 0.0}, "host_syncs_per_env_step": None}
+    col = {"env_steps_per_s_no_learning": {"median": 800.0}, "env_steps_per_s_with_learning": {"median": 100.0},
+           "phase_ms_with_learning": {"replay_ms": 0.4, "learner_ms": 9.0, "policy_ms": 0.3},
+           "dispatch_per_collector_step": {"host_syncs_per_collector_step": 5.0}}
+    m = matrix.case_metrics(env, col)
+    assert m["env_steps_per_s_streamed"] == 900 and m["raw_physics_steps_per_s_streamed"] == 1200
+    assert m["paired_single_step_ratio_drift_control"] == 0.7 and m["reset_done_ms"] == 0.5
+    assert m["replay_ms"] == 0.4 and m["learner_ms"] == 9.0 and m["host_syncs_per_collector_step"] == 5.0
+    assert m["redundant_physics_steps_in_reset"] == 0.0 and m["python_calls_per_env_step"] == 800
+    assert matrix.case_metrics(None, None)["reset_done_ms"] is None  # an older record lacks a figure
+
+
+def test_driver_interleaves_abba_and_says_case_absent_in_base(tmp_path, monkeypatch):
+    calls: list[tuple[str, str]] = []
+
+    def probe(self):
+        tasks = ["g1_walk_flat"] if self.label == "base" else ["g1_walk_flat", "g1_motion_tracking"]
+        return {"env_step": True, "collector": True, "tasks": tasks}
+
+    def run_unit(tree, cmd, out, timeout_s):
+        kind = "env" if "unilab_bench.env_step" in cmd else "collector"
+        calls.append((tree.label, kind))
+        record = {"env_steps_per_s": {"env_zero": {"median": 100.0}, "raw": {"median": 120.0}},
+                  "phases_ms_per_step": {"reset_done_ms": 1.0}, "backend_diagnostics": {"physics_steps": 1}}
+        if kind == "collector":
+            record = {"env_steps_per_s_no_learning": {"median": 90.0}, "env_steps_per_s_with_learning": {"median": 9.0}}
+        return {"status": "ok", "record": record, "wall_s": 0.0}
+
+    monkeypatch.setattr(matrix.Tree, "probe", probe)
+    monkeypatch.setattr(matrix, "run_unit", run_unit)
+    settings = matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0)
+    trees = [matrix.Tree("base", tmp_path, "b"), matrix.Tree("head", tmp_path, "h")]
+    cases = matrix.select_cases(None, "cpu")
+    results = matrix.run_matrix(cases, settings, trees, tmp_path, log=lambda *_: None)
+    track = results["flashsac/g1_motion_tracking/mujoco"]
+    assert track["base"]["status"] == "case absent in base: no task g1_motion_tracking"
+    assert len(track["head"]["samples"]) == 3 and track["head"]["stats"]["reset_done_ms"]["median"] == 1.0
+    walk = results["fastsac/g1_walk_flat/mujoco"]
+    assert len(walk["base"]["samples"]) == 3 and len(walk["head"]["samples"]) == 3
+    # The env process of one task/backend is shared by both algorithms: per round and tree,
+    # 2 env processes (tracking only on head) and 3 collector processes.
+    assert calls.count(("head", "env")) == 6 and calls.count(("base", "env")) == 3
+    assert calls.count(("head", "collector")) == 9 and calls.count(("base", "collector")) == 6
+    # ABBA: round 0 runs base first, round 1 head first.
+    firsts = [label for label, kind in calls if kind == "collector"]
+    assert firsts[1:3] == ["base", "head"]  # round 0, walk flashsac (after tracking on head alone)
+    result = compare.compare_records({n: t["base"] for n, t in results.items()},
+                                     {n: t["head"] for n, t in results.items()}, paired=True)
+    assert result["exit_code"] == 0
+    assert "case absent in base" in next(r for r in result["cases"] if "tracking" in r["case"])["why"]
+
+
+def test_machine_record_names_what_the_numbers_depend_on():
+    m = matrix.machine()
+    assert {"cpu_model", "scaling_governor", "governor_controllable", "logical_cpus", "gpus", "numa_nodes"} <= set(m)
+    assert m["logical_cpus"] >= 1
+
+
+@pytest.mark.slow
+def test_matrix_end_to_end_on_mujoco_writes_a_record(tmp_path):
+    out = tmp_path / "m.json"
+    code = matrix.main(["--cases", "fastsac/g1_walk_flat/mujoco", "--num-envs", "2", "--env-steps", "3",
+                        "--env-warmup", "1", "--collector-seconds", "0.2", "--collector-samples", "1", "--out", str(out)])
+    record = json.loads(out.read_text())
+    head = record["cases"]["fastsac/g1_walk_flat/mujoco"]["head"]
+    assert code == 0 and head["status"] == "ok" and len(head["samples"]) == 3
+    assert head["stats"]["env_steps_per_s_streamed"]["median"] > 0 and "physics_steps" in head["backend_diagnostics"]
+    assert record["machine"]["cpu_model"] and record["versions"]["torch"]
