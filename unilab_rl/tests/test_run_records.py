@@ -130,3 +130,15 @@ def test_a_video_without_its_gl_library_is_bad_input_naming_the_fix(tmp_path, mo
     assert code == play_cli.EXIT_BAD_INPUT
     error = capsys.readouterr().err
     assert "MUJOCO_GL=osmesa needs the OSMesa library" in error and "apt-get install libosmesa6" in error
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--tolerance", "nan"], "--tolerance must be a finite number >= 0"),
+    (["--verify-steps", "-1"], "--verify-steps must be >= 0"),
+    (["--format", "torchscript", "--out", "policy.onnx"], "a torchscript policy file ends in .pt"),
+])
+def test_export_refuses_bad_arguments_before_reading_the_checkpoint(tmp_path, capsys, extra, message):
+    from unilab_rl.cli import export as export_cli
+
+    assert export_cli.main(["--checkpoint", str(tmp_path / "missing.pt"), *extra]) == export_cli.EXIT_BAD_INPUT
+    assert message in capsys.readouterr().err

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -129,8 +130,12 @@ def rollout_observations(env: Any, agent: Any, steps: int) -> tuple[torch.Tensor
 
 
 def export(args: argparse.Namespace, factory: Any) -> int:
-    if args.verify_steps < 0 or args.tolerance < 0:
-        raise ValueError("--verify-steps and --tolerance must be >= 0")
+    if args.verify_steps < 0:
+        raise ValueError(f"--verify-steps must be >= 0, got {args.verify_steps}")
+    if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
+        raise ValueError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
+    if args.out is not None and args.out.suffix != SUFFIXES[args.format]:
+        raise ValueError(f"--out {args.out}: a {args.format} policy file ends in {SUFFIXES[args.format]}")
     document = load_checkpoint(args.checkpoint)
     out = args.out or args.checkpoint.parent / f"policy{SUFFIXES[args.format]}"
     env = factory(document["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
