@@ -433,6 +433,8 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         device = f"cuda:{rank.local_rank}"
     torch.manual_seed(seed)
     random.seed(seed)
+    if is_main:  # said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU)
+        print(f"unilab-train: building {args.num_envs} envs of {args.task} on {args.backend}", flush=True)
     env = build_env(factory, args, device, seed, plan["env_overrides"])
     sink = agent = lock = stopper = None
     # A bar redraws one line with carriage returns: right on a terminal, one garbled line in
