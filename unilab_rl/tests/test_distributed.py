@@ -26,7 +26,7 @@ def test_two_ranks_keep_identical_learners_and_only_rank_zero_writes(tmp_path):
     first, second = run_two_ranks(rank_worker, out, tmp_path)
     assert_ranks_trained_identically(first, second)
     assert (out / "checkpoint.pt").is_file()
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "run.json", "summary.json"]
 
 
 def consensus_worker(rank: int, port: int, out: str, results: str) -> None:

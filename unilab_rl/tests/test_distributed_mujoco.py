@@ -32,7 +32,7 @@ def test_two_mujoco_ranks_average_gradients_and_stay_identical(tmp_path):
     # Different seeds per rank collect different data, yet the applied gradients are the average.
     for a, b in zip(first["last_critic_grads"], second["last_critic_grads"], strict=True):
         assert torch.equal(a, b)
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "run.json", "summary.json"]
 
 
 def test_nproc_launches_torchrun_ranks_and_rank_zero_alone_writes(tmp_path):
@@ -42,7 +42,7 @@ def test_nproc_launches_torchrun_ranks_and_rank_zero_alone_writes(tmp_path):
     # torchrun's own report fills the tail of stderr; the failing rank's message is earlier.
     rank_errors = [line for line in result.stderr.splitlines() if "terminate" in line or "what()" in line]
     assert result.returncode == 0, "\n".join(rank_errors) + result.stdout[-2000:] + result.stderr[-3000:]
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "run.json", "summary.json"]
 
 
 def test_nproc_with_bad_input_fails_before_launching(tmp_path):
@@ -74,7 +74,7 @@ def test_ctrl_c_stops_every_rank_and_rank_zero_saves(tmp_path):
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stdout[-2000:] + stderr[-3000:]
     assert "interrupted" in stdout and "Traceback" not in stderr, stderr[-3000:]
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "run.json", "summary.json"]
 
 
 def test_a_failing_rank_ends_the_whole_job_without_a_hang(tmp_path):
@@ -99,7 +99,7 @@ def test_sigterm_to_the_launcher_saves_like_ctrl_c_and_leaves_no_rank_running(tm
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 143, stdout[-2000:] + stderr[-3000:]
     assert "termination request received" in stderr and "Traceback" not in stderr, stderr[-3000:]
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "run.json", "summary.json"]
     deadline = time.monotonic() + 30
     while _processes_mentioning(str(out)) and time.monotonic() < deadline:
         time.sleep(0.2)

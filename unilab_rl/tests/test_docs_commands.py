@@ -18,6 +18,8 @@ import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,8 +34,6 @@ from unilab_rl.cli import train as train_cli
 from unilab_rl.runner import RunnerConfig
 
 from unilab import list_tasks
-
-os.environ.setdefault("MUJOCO_GL", "egl")  # before anything imports mujoco: the video is drawn offscreen
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "training.md", ROOT / "docs" / "tasks.md"]
@@ -220,7 +220,10 @@ def test_the_quick_start_chain_runs_for_real_with_tiny_budgets(tmp_path, capsys)
     play = next(c for w, c in COMMANDS if w == "README.md" and c.startswith("unilab-play"))
     play_argv = [a.replace("runs/", f"{tmp_path}/") for a in shlex.split(play)[1:]]
     play_argv[play_argv.index("--episodes") + 1] = "2"
-    assert play_cli.main([*play_argv, "--num-envs", "2"]) == 0
+    # A process of its own, as a user runs it: MuJoCo picks its GL platform once per process.
+    played = subprocess.run([sys.executable, "-m", "unilab_rl.cli.play", *play_argv, "--num-envs", "2"],
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "MUJOCO_GL": "egl"})
+    assert played.returncode == 0, played.stderr[-2000:]
     assert (run / "play.mp4").stat().st_size > 0
     export = next(c for w, c in COMMANDS if w == "README.md" and c.startswith("unilab-export"))
     assert export_cli.main([a.replace("runs/", f"{tmp_path}/") for a in shlex.split(export)[1:]]) == 0
