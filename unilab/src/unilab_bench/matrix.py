@@ -364,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collector-samples", type=int, default=3, help="interleaved pairs inside each process")
     p.add_argument("--timeout", type=float, default=1200.0, help="seconds one process may run")
     p.add_argument("--base", metavar="REV", help="also run REV (a temporary git worktree), interleaved and paired")
+    p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
     p.add_argument("--keep-units", type=Path, help="keep every process's JSON here")
     return p
@@ -388,16 +389,26 @@ def main(argv: list[str] | None = None) -> int:
         cases = select_cases(args.cases, device)
     except ValueError as error:
         p.error(str(error))
-    # The head is the working tree as it is, uncommitted edits included (listed in the record).
-    dirty = _git("status", "--porcelain", "--untracked-files=no").splitlines()
-    head = Tree("head", ROOT, _git("rev-parse", "HEAD") + ("+uncommitted" if dirty else ""))
-    trees, worktree = [head], None
+    # The head is the working tree as it is, uncommitted edits included (listed in the record),
+    # unless --head pins a commit (a tree others commit to moves under a long run).
     workdir = Path(tempfile.mkdtemp(prefix="unilab-matrix-"))
+    worktrees: list[Path] = []
+    if args.head:
+        dirty = []
+        head_commit = _git("rev-parse", "--verify", f"{args.head}^{{commit}}")
+        worktrees.append(workdir / "head-tree")
+        _git("worktree", "add", "--detach", str(worktrees[-1]), head_commit)
+        head = Tree("head", worktrees[-1], head_commit)
+    else:
+        dirty = [line.split(None, 1)[-1] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
+        head = Tree("head", ROOT, _git("rev-parse", "HEAD") + ("+uncommitted" if dirty else ""))
+    trees, worktree = [head], None
     try:
         if args.base:
             base_commit = _git("rev-parse", "--verify", f"{args.base}^{{commit}}")
             worktree = workdir / "base-tree"
             _git("worktree", "add", "--detach", str(worktree), base_commit)
+            worktrees.append(worktree)
             trees = [Tree("base", worktree, base_commit), head]
         print(f"matrix: {len(cases)} cases x {len(trees)} trees x {settings.rounds} rounds on {device}, "
               f"{settings.num_envs} envs")
@@ -407,17 +418,21 @@ def main(argv: list[str] | None = None) -> int:
             for f in workdir.glob("*.json"):
                 shutil.copy(f, args.keep_units / f.name)
     finally:
-        if worktree is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False)
+        for tree in worktrees:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
         shutil.rmtree(workdir, ignore_errors=True)
     record: dict[str, Any] = {
         "benchmark": "unilab_bench.matrix", "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "settings": asdict(settings),
         "cases_run": [asdict(c) | {"name": c.name} for c in cases],
-        "head": {"commit": head.commit, "uncommitted": [line[3:] for line in dirty]}, "base": {"rev": args.base, "commit": trees[0].commit} if args.base else None,
+        "head": {"commit": head.commit, "uncommitted": dirty, "commits_seen": sorted(
+            {u["git_commit"] for t in results.values() for u in t["head"]["units"] if u["git_commit"]})}, "base": {"rev": args.base, "commit": trees[0].commit} if args.base else None,
         "machine": machine(), "versions": versions(), "cases": results,
     }
     print(format_summary(record))
+    if len(record["head"]["commits_seen"]) > 1:
+        print(f"note: the head tree moved during the run ({', '.join(c[:9] for c in record['head']['commits_seen'])}); "
+              "pin it with --head REV")
     code = 0
     if args.base:
         base = {n: t["base"] for n, t in results.items()}
