@@ -81,15 +81,24 @@ def test_an_unknown_option_or_a_non_bool_validate_is_a_contract_violation(builti
         unisim.create_backend("mujoco", model=builtin_model, num_envs=1, validate="no")
 
 
-def test_negative_mass_and_friction_are_refused_by_declared_minimums(backend):
+def test_zero_or_negative_mass_and_negative_friction_are_refused_by_declared_minimums(backend):
     minimums = backend.capabilities.model_field_minimums
-    assert minimums["body_mass"] == (0.0,) and minimums["geom_friction"] == (0.0, 0.0, 0.0)
     mass = backend.model_field("body_mass")
-    bad = mass[:1].clone()
-    bad[0, 1] = -1.0
-    with pytest.raises(unisim.ContractViolation, match="body_mass"):
-        backend.set_model_field("body_mass", torch.tensor([0]), bad)
-    assert torch.equal(backend.model_field("body_mass"), mass)
+    massive = mass[0] > 0
+    # Per body: a massless body (the world) may hold 0, a massive one stays above a floor.
+    assert minimums["body_mass"] == tuple(1e-6 if m else 0.0 for m in massive.tolist())
+    assert minimums["geom_friction"] == (0.0, 0.0, 0.0)
+    body = int(massive.nonzero()[0, 0])
+    for value in (-1.0, 0.0):
+        bad = mass[:1].clone()
+        bad[0, body] = value
+        with pytest.raises(unisim.ContractViolation, match="body_mass"):
+            backend.set_model_field("body_mass", torch.tensor([0]), bad)
+        assert torch.equal(backend.model_field("body_mass"), mass)
+    light = mass[:1].clone()
+    light[0, body] *= 0.5
+    backend.set_model_field("body_mass", torch.tensor([0]), light)  # halving is physics
+    assert backend.model_field("body_mass")[0, body] == light[0, body]
 
 
 def test_accelerometer_model_fails_closed():

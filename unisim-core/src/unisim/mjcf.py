@@ -81,6 +81,17 @@ def check_sensor_kinds(model: mujoco.MjModel, supported: frozenset[str], adapter
             f"supported kinds: {sorted(supported)}")
 
 
+# The lightest mass a massive body may be written (kg). Zero or negative mass on a body that
+# has one turns its world's state NaN within steps; bodies the model leaves massless (the
+# world body, pure frames) stay writable at 0.
+MIN_BODY_MASS = 1e-6
+
+
+def body_mass_minimums(model: mujoco.MjModel) -> tuple[float, ...]:
+    """Per-body lowest writable mass, in body order (the field's last axis)."""
+    return tuple(0.0 if float(m) == 0.0 else MIN_BODY_MASS for m in model.body_mass)
+
+
 def _name(model: mujoco.MjModel, objtype: int, objid: int) -> str:
     return mujoco.mj_id2name(model, objtype, objid) or f"<{mujoco.mjtObj(objtype).name}:{objid}>"
 

@@ -47,7 +47,11 @@ def _contacts(caps: unisim.Capabilities) -> str:
 
 def _with_minimum(name: str, minimums) -> str:
     low = minimums.get(name)
-    return name if low is None else f"{name} (>= {', '.join(f'{v:g}' for v in low)})"
+    if low is None:
+        return name
+    if len(set(low)) > 1 and len(low) > 3:  # one floor per element, set by the model (e.g. per body)
+        return f"{name} (>= one of {', '.join(f'{v:g}' for v in sorted(set(low)))} per element, by the model)"
+    return f"{name} (>= {', '.join(f'{v:g}' for v in low)})"
 
 
 def main() -> None:

@@ -59,6 +59,7 @@ from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
 from unisim.mjcf import (
     add_contact_sensors,
+    body_mass_minimums,
     build_inventory,
     check_sensor_kinds,
     compile_spec,
@@ -85,8 +86,8 @@ MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
 # mujoco_warp (float32; seen at 1e-4 on warp's CPU device) while MuJoCo C copes. Declared, so a
 # validated write refuses it and a caller that skips validation can prove its range once,
 # instead of this adapter reading a minimum to the host on every write.
-# Negative mass is refused as on mujoco (mass 0 stays allowed: the world body holds it).
-MODEL_FIELD_MINIMUMS = {"geom_friction": (1e-3, 0.0, 0.0), "body_mass": (0.0,)}
+# Body masses have per-body floors as on mujoco (mjcf.body_mass_minimums).
+FRICTION_MINIMUMS = (1e-3, 0.0, 0.0)
 
 OPTIONS = ("nconmax", "njmax", "graph", "validate")
 CONTACT_FILTERS = frozenset(ContactFilter)
@@ -200,7 +201,8 @@ class MjWarpBackend(SimBackend):
             data_plane=DataPlane.DEVICE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE, features=frozenset(features),
             sensor_kinds=SENSOR_KINDS if mjmodel.nsensor else frozenset(), model_fields=MODEL_FIELDS,
-            model_field_minimums=MODEL_FIELD_MINIMUMS, contact_filters=CONTACT_FILTERS,
+            model_field_minimums={"geom_friction": FRICTION_MINIMUMS, "body_mass": body_mass_minimums(mjmodel)},
+            contact_filters=CONTACT_FILTERS,
             contact_after_reset=ContactAfterReset.CLEARED)
 
     # ---- physics ------------------------------------------------------------------

@@ -46,6 +46,7 @@ from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
 from unisim.mjcf import (
     add_contact_sensors,
+    body_mass_minimums,
     build_inventory,
     check_sensor_kinds,
     compile_spec,
@@ -61,10 +62,9 @@ SENSOR_KINDS = frozenset({
     "frameangvel", "gyro", "velocimeter", "magnetometer", "clock",
 })
 MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
-# Negative friction or mass is not physics (a negative mass turns the row's state NaN within
-# steps). Mass 0 stays allowed: the world body and massless bodies hold it; scaling a
-# body's positive mass to 0 is the writer's to refuse (unilab's randomize_body_mass does).
-MODEL_FIELD_MINIMUMS = {"geom_friction": (0.0, 0.0, 0.0), "body_mass": (0.0,)}
+# Negative friction is not physics; body masses have per-body floors (mjcf.body_mass_minimums:
+# a massive body stays above MIN_BODY_MASS, a massless one may hold 0).
+FRICTION_MINIMUMS = (0.0, 0.0, 0.0)
 CONTACT_FILTERS = frozenset(ContactFilter)
 
 _STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -120,8 +120,8 @@ class MujocoHostBackend(SimBackend):
                                 Feature.CONTACT_SENSORS}
                                | ({Feature.SENSOR_VIEWS} if user_model.nsensor else set())),
             sensor_kinds=SENSOR_KINDS if user_model.nsensor else frozenset(),
-            model_fields=MODEL_FIELDS, model_field_minimums=MODEL_FIELD_MINIMUMS, contact_filters=CONTACT_FILTERS,
-            contact_after_reset=ContactAfterReset.CLEARED)
+            model_fields=MODEL_FIELDS, model_field_minimums={"geom_friction": FRICTION_MINIMUMS, "body_mass": body_mass_minimums(user_model)},
+            contact_filters=CONTACT_FILTERS, contact_after_reset=ContactAfterReset.CLEARED)
 
         if nthread is None:
             nthread = len(os.sched_getaffinity(0))
