@@ -250,8 +250,10 @@ REAL_ENV_CASES = [
     ([], "commands.twist.resampling_time_range_s=[-5,-1]", "'commands.twist.resampling_time_range_s'"),
     (["--task", "g1_walk_flat_dr"], "events.torso_mass.params.range=[-2,-1]",
      "term 'torso_mass': randomize_body_mass: range (-2, -1) writes body_mass"),  # the backend's minimums
+    # A factor of 0 would zero the torso's mass: the backend's per-body minimum refuses it.
     (["--task", "g1_walk_flat_dr"], "events.torso_mass.params.range=[0,1]",
-     "term 'torso_mass': params.range=(0, 1): mass factors must be > 0"),
+     "term 'torso_mass': randomize_body_mass: range (0, 1) writes body_mass 1e-06 below the backend's declared "
+     "minimums (per element, 0 to 1e-06) at factor 0"),
 ]
 
 

@@ -109,10 +109,11 @@ class _ModelFieldEvent(abc.ABC):
             values = self.scaled(torch.full(self.factor_shape(env), float(end), device=env.device))
             margin = float((values - low).amin())  # construction: one sync per end is fine
             if margin < 0:
+                declared = (f"{minimums} (along the last axis)" if len(minimums) <= 4 else
+                            f"(per element, {min(minimums):g} to {max(minimums):g})")
                 raise ValueError(
                     f"{type(self).__name__}: range {self.range} writes {self.field} {-margin:g} below the "
-                    f"backend's declared minimums {minimums} (along the last axis) at factor {end}; "
-                    "raise the range's low end")
+                    f"backend's declared minimums {declared} at factor {end}; raise the range's low end")
 
 
 class randomize_friction(_ModelFieldEvent):
