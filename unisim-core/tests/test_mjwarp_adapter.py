@@ -189,6 +189,16 @@ def test_friction_that_would_make_mujoco_warp_nan_is_refused(backend):
     assert torch.equal(backend.model_field("geom_friction"), friction), "a refused write changes nothing"
 
 
+def test_zero_mass_on_a_massive_body_is_refused_and_changes_nothing(backend):
+    mass = backend.model_field("body_mass")
+    body = int((mass[0] > 0).nonzero()[0, 0])
+    bad = mass[:1].clone()
+    bad[0, body] = 0.0
+    with pytest.raises(unisim.ContractViolation, match="body_mass"):
+        backend.set_model_field("body_mass", torch.tensor([0], device=backend.device), bad)
+    assert torch.equal(backend.model_field("body_mass"), mass)
+
+
 def test_accelerometer_is_refused(builtin_model):
     xml = Path(builtin_model).read_text().replace("<sensor>", '<sensor><accelerometer site="imu"/>')
     with pytest.raises(ContractViolation, match="accelerometer"):
