@@ -99,3 +99,10 @@ def test_every_builtin_task_config_satisfies_the_constraints():
     for name in unilab.list_tasks():
         config = unilab.task_config(name)
         type(config).model_validate(config.model_dump())
+
+
+@pytest.mark.parametrize("key", ["tensor_runtime", "env.tensor_runtime", "tensor_runtime_device",
+                                 "env.tensor_runtime_device"])
+def test_a_removed_key_says_it_was_removed_and_points_to_the_migration_note(key):
+    with pytest.raises(ValueError, match=rf"override '{key}': removed; .*docs/migration.md"):
+        unilab.task_config("g1_walk_flat", [f"{key}=torch"])

@@ -274,10 +274,21 @@ def _parse_value(raw: str) -> Any:
         return raw  # a plain string; pydantic decides whether it fits
 
 
+# Keys of earlier configurations that no longer exist, with what replaced them. Refused with
+# that explanation (never mapped onto something else: there are no aliases).
+REMOVED_KEYS = {
+    "tensor_runtime": "the runtime is tensor-native only: there is no NumPy env and no switch",
+    "tensor_runtime_device": "the env's device is make_manager_based_rl_env(device=...) (default: the backend's)",
+}
+
+
 def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | str | None) -> EnvCfg:
     """Return a validated copy of ``cfg`` with dotted overrides applied."""
     cfg = cfg.model_copy(deep=True)
     for key, value in parse_overrides(overrides):
+        removed = REMOVED_KEYS.get(key.removeprefix("env."))
+        if removed is not None:
+            raise ValueError(f"override {key!r}: removed; {removed} (see docs/migration.md)")
         parts = key.split(".")
         node: Any = cfg
         for depth, part in enumerate(parts[:-1]):
