@@ -34,13 +34,14 @@ import re
 
 import torch
 import unisim
-from unilab import math as lm
 from unilab.assets.motion import load_library
 from unilab.config import EnvCfg
 from unilab.registry import task_config
 from unilab.tasks.tracking.config.g1 import tracking as g1_tracking
 from unilab.tasks.tracking.mdp.frame_table import FrameTable
 from unilab.tasks.tracking.mdp.sampling import StartSampler
+
+from unilab import math as lm
 
 _AXES = ("x", "y", "z", "roll", "pitch", "yaw")
 POLICY_DIM, CRITIC_DIM = 160, 286
@@ -106,7 +107,7 @@ class TrackingReference:
         # ---- the command: frames of the task's FrameTable, packed into one table ----
         mc = cfg.commands[g1_tracking.COMMAND]
         bodies = tuple(mc.body_names)
-        k = self.k = len(bodies)
+        self.k = len(bodies)
         self.anchor = bodies.index(mc.anchor_body)
         body_index = [inv.body(b).index for b in bodies]
         library = load_library(list(mc.clips), mc.weights)
