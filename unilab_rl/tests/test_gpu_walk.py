@@ -37,7 +37,7 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
     train_cli.apply_preset(args)
     assert (args.task, args.backend, args.algo, args.num_envs) == ("g1_walk_flat", "mujoco", "flashsac", 64)
     args = train_cli.build_parser().parse_intermixed_args(["--preset", "walk_fast"])
-    with pytest.raises(train_cli.UsageError, match=r"unknown preset 'walk_fast'; valid: \['gpu_walk'\]"):
+    with pytest.raises(train_cli.UsageError, match=r"unknown preset 'walk_fast'; valid: \['gpu_track', 'gpu_walk'\]"):
         train_cli.apply_preset(args)
 
 
