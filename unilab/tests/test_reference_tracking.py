@@ -118,3 +118,17 @@ def test_the_reference_step_has_no_host_sync(clip_file):
             ref.step(action)
     ref.backend.close()
     assert probe.syncs == [], probe.syncs
+
+
+def test_env_bench_times_the_reference(clip_file, tmp_path):
+    from unilab_bench import env_step
+
+    out = tmp_path / "bench.json"
+    record = env_step.main(["--task", "g1_motion_tracking", "--unfused-task", "", "--reference", "tracking",
+                            "--num-envs", "2", "--steps", "2", "--warmup", "1", "--samples", "3",
+                            "--override", f"commands.motion.clips=[\"{clip_file}\"]", "--out", str(out)])
+    assert set(record["env_steps_per_s"]) == {"raw", "env_zero", "env_random", "reference"}
+    assert record["env_to_reference_ratio"] > 0 and record["reference_to_raw_ratio"] > 0
+    ref = record["reference"]["dispatch_per_step"]
+    assert ref["host_syncs_per_step"] == 0
+    assert 0 < ref["kernel_ops_per_step"] < record["dispatch_per_env_step"]["kernel_ops_per_step"]

@@ -13,6 +13,13 @@ a cProfile pass counts Python function calls per env step. Action validation is 
 a proven runner would run it, so on a backend declaring DEVICE_MASKED_RESET the step path
 has no host sync at all (counted two ways: torch's CUDA sync debug mode, and on any device
 the aten ops dispatched, via unisim.host_sync).
+
+``--reference tracking`` (a g1_motion_tracking owner) also builds the hand-fused reference
+loop of the same MDP (``unilab_bench.reference_tracking``: the backend's public views, no
+managers) on its own backend of the same scene and ``num_envs``, and times it streamed in
+every round next to raw physics and the env (zero policy for both), with its own kernel-op,
+host-sync and Python-call counts; the record adds ``reference`` and the ratios
+``env_to_reference_ratio`` and ``reference_to_raw_ratio`` (of medians).
 """
 
 from __future__ import annotations
@@ -77,6 +84,24 @@ def _dispatch_profile(env, action, steps: int = 10) -> dict[str, float]:
             env.step(action)
     return {"aten_ops_per_step": probe.op_count / steps, "kernel_ops_per_step": probe.kernel_op_count / steps,
             "host_syncs_per_step": len(probe.syncs) / steps, "backend_calls_left_out": float(host_bridge)}
+
+
+def _reference_profile(ref, action, steps: int = 10) -> dict[str, float]:
+    """The reference loop's dispatch counts per step, counted as ``_dispatch_profile`` counts
+    the env's (a HOST_BRIDGE backend's own calls left out), and cProfile calls per step."""
+    host_bridge = ref.backend.capabilities.data_plane is DataPlane.HOST_BRIDGE
+    ignored = ("step", "set_state_where") if host_bridge else ()
+    with HostSyncProbe() as probe, probe.ignoring(ref.backend, *ignored):
+        for _ in range(steps):
+            ref.step(action)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        ref.step(action)
+    profiler.disable()
+    return {"aten_ops_per_step": probe.op_count / steps, "kernel_ops_per_step": probe.kernel_op_count / steps,
+            "host_syncs_per_step": len(probe.syncs) / steps, "backend_calls_left_out": float(host_bridge),
+            "python_calls_per_step": pstats.Stats(profiler).total_calls / steps}
 
 
 def _reward_kernel_ops(env) -> int:
@@ -195,6 +220,16 @@ def run(args: argparse.Namespace) -> dict:
     if args.unfused_task:
         envs["env_unfused"] = mk(args.unfused_task)
     n, device, steps = env.num_envs, env.device, args.steps
+    ref = None
+    if args.reference == "tracking":
+        from unilab_bench.reference_tracking import make_tracking_reference
+
+        try:
+            ref = make_tracking_reference(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device,
+                                          seed=0, overrides=overrides, backend_options=options)
+        except (KeyError, ValueError) as e:
+            raise SystemExit(f"--reference tracking: task {args.task!r} is not a g1_motion_tracking owner the "
+                             f"reference loop reproduces ({e})") from e
     zeros = torch.zeros(n, env.action_dim, device=device)
     gen = torch.Generator(device=device).manual_seed(1)
     pool = [torch.rand(n, env.action_dim, generator=gen, device=device) * 2 - 1 for _ in range(8)]
@@ -206,8 +241,11 @@ def run(args: argparse.Namespace) -> dict:
             e.step(zeros)
         _raw_sample(e, 2)
         e.flush_metrics()
+    if ref is not None:
+        for _ in range(args.warmup):
+            ref.step(zeros)
 
-    rates: dict[str, list[float]] = {k: [] for k in ["raw", *envs]}
+    rates: dict[str, list[float]] = {k: [] for k in ["raw", *envs, *(["reference"] if ref is not None else [])]}
     paired: dict[str, list[float]] = {k: [] for k in envs}
     for _ in range(args.samples):
         rates["raw"].append(n * steps / _raw_sample(env, steps))
@@ -215,6 +253,8 @@ def run(args: argparse.Namespace) -> dict:
             policy = policies[name]
             rates[name].append(n * steps / _time_steps(device, steps, lambda k, e=e, p=policy: e.step(p(k))))
             paired[name].append(_paired_ratio(e, policy, steps))
+        if ref is not None:  # streamed like the env: steps back to back, one synchronize at the end
+            rates["reference"].append(n * steps / _time_steps(device, steps, lambda k: ref.step(zeros)))
     for e in set(envs.values()):
         e.flush_metrics()
 
@@ -258,7 +298,7 @@ def run(args: argparse.Namespace) -> dict:
 
     summary = {name: _stats(v) for name, v in rates.items()}
     raw_median = summary["raw"]["median"]
-    ratios = {name: summary[name]["median"] / raw_median for name in envs}
+    ratios = {name: summary[name]["median"] / raw_median for name in [*envs, *(["reference"] if ref else [])]}
     if "env_unfused" in summary:
         ratios["fused_vs_unfused"] = summary["env_zero"]["median"] / summary["env_unfused"]["median"]
     record = {
@@ -278,6 +318,12 @@ def run(args: argparse.Namespace) -> dict:
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    if ref is not None:
+        record["reference"] = {"kind": args.reference, "module": "unilab_bench.reference_tracking",
+                               "steps_per_s": summary["reference"], "dispatch_per_step": _reference_profile(ref, zeros)}
+        record["env_to_reference_ratio"] = summary["env_zero"]["median"] / summary["reference"]["median"]
+        record["reference_to_raw_ratio"] = summary["reference"]["median"] / raw_median
+        ref.backend.close()
     for e in set(envs.values()):
         e.close()
     return record
@@ -306,6 +352,10 @@ def _print(record: dict) -> None:
         if record["host_sync_steps"]:
             print(f"    at steps {record['host_sync_steps']} of the probe")
     print("  dispatch per env step: " + ", ".join(f"{k} {v:.1f}" for k, v in record["dispatch_per_env_step"].items()))
+    if "reference" in record:
+        print(f"  env/reference {record['env_to_reference_ratio']:.3f}, reference/raw "
+              f"{record['reference_to_raw_ratio']:.3f}; reference dispatch per step: "
+              + ", ".join(f"{k} {v:.1f}" for k, v in record["reference"]["dispatch_per_step"].items()))
     print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
 
 
@@ -317,6 +367,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--task", default="g1_walk_flat")
     p.add_argument("--unfused-task", default="g1_walk_flat_unfused",
                    help="owner with unfused reward terms to compare against ('' to skip)")
+    p.add_argument("--reference", choices=("tracking",), default=None,
+                   help="also time the hand-fused reference loop of the task's MDP (tracking: g1_motion_tracking)")
     p.add_argument("--steps", type=int, default=50, help="env steps per timed sample")
     p.add_argument("--samples", type=int, default=3)
     p.add_argument("--warmup", type=int, default=20)
