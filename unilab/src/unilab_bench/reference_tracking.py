@@ -215,7 +215,7 @@ class TrackingReference:
         return self._observe(self.ref, self.critic, self.policy_buf)
 
     def copy_from(self, qpos, qvel, clip, frame, episode_length, action, prev_action, sampler_failed=None,
-                  rng_state=None, push_time_left=None) -> None:
+                  sampler_probabilities=None, rng_state=None, push_time_left=None) -> None:
         """Start from a given state (every row written by one ``set_state_where``), frames and
         generator state: what a comparison with the Manager env copies over."""
         self._set_frames(self.all_rows, clip.to(self.device), frame.to(self.device))
@@ -224,7 +224,8 @@ class TrackingReference:
         self.prev_action.copy_(prev_action)
         if sampler_failed is not None:
             self.sampler.failed.copy_(sampler_failed)
-            self.sampler.probabilities = self.sampler._probabilities()
+        if sampler_probabilities is not None:
+            self.sampler.probabilities = sampler_probabilities.clone()
         if rng_state is not None:
             self.rng.set_state(rng_state)
         if push_time_left is not None and self.pushes:
@@ -416,5 +417,5 @@ def copy_env_into(reference: TrackingReference, env) -> None:
     em = env.event_manager
     reference.copy_from(env.robot.qpos.clone(), env.robot.qvel.clone(), motion.clip, motion.frame,
                         env.episode_length, env.action_manager.action, env.action_manager.prev_action,
-                        motion.sampler.failed, env.rng.get_state(),
+                        motion.sampler.failed, motion.sampler.probabilities, env.rng.get_state(),
                         em.time_left if em.interval_terms else None)
