@@ -274,12 +274,16 @@ def _parse_value(raw: str) -> Any:
         return raw  # a plain string; pydantic decides whether it fits
 
 
-# Keys of earlier configurations that no longer exist, with what replaced them. Refused with
-# that explanation (never mapped onto something else: there are no aliases).
-REMOVED_KEYS = {
-    "tensor_runtime": "the runtime is tensor-native only: there is no NumPy env and no switch",
-    "tensor_runtime_device": "the env's device is make_manager_based_rl_env(device=...) (default: the backend's)",
-}
+def _removed_keys() -> dict[str, str]:
+    """Keys of earlier configurations that no longer exist, with what replaced them
+    (``removed_keys.toml``, data beside this module)."""
+    import tomllib
+    from pathlib import Path
+
+    return tomllib.loads((Path(__file__).with_name("removed_keys.toml")).read_text())["keys"]
+
+
+REMOVED_KEYS = _removed_keys()
 
 
 def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | str | None) -> EnvCfg:
