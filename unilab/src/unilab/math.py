@@ -114,11 +114,12 @@ def quat_error_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
     """wxyz of the rotation R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)
-    cp, sp = torch.cos(0.5 * pitch), torch.sin(0.5 * pitch)
-    cy, sy = torch.cos(0.5 * yaw), torch.sin(0.5 * yaw)
-    return torch.stack((cy * cp * cr + sy * sp * sr, cy * cp * sr - sy * sp * cr,
-                        cy * sp * cr + sy * cp * sr, sy * cp * cr - cy * sp * sr), dim=-1)
+    half = 0.5 * torch.stack((roll, pitch, yaw), dim=-1)  # (..., 3)
+    # The three axis rotations (cos h, sin h * axis) as one (..., 3, 4) tensor, then two products.
+    axes = torch.cos(half).unsqueeze(-1) * constant(((1.0, 0.0, 0.0, 0.0),) * 3, half.device) + \
+        torch.sin(half).unsqueeze(-1) * constant(((0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+                                                 half.device)
+    return quat_mul(axes[..., 2, :], quat_mul(axes[..., 1, :], axes[..., 0, :]))
 
 
 def _rotation_columns_matrix(device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:

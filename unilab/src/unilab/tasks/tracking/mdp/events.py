@@ -36,19 +36,20 @@ class reset_from_motion:
             hi = torch.tensor([table.get(a, (0.0, 0.0))[1] for a in _POSE_AXES], device=dev)
             return lo, hi
 
-        self.pose_lo, self.pose_hi = ranges(p.get("pose_range", {}), "pose_range")
-        self.vel_lo, self.vel_hi = ranges(p.get("velocity_range", {}), "velocity_range")
+        self.pose_lo, pose_hi = ranges(p.get("pose_range", {}), "pose_range")
+        self.vel_lo, vel_hi = ranges(p.get("velocity_range", {}), "velocity_range")
+        self.pose_width, self.vel_width = pose_hi - self.pose_lo, vel_hi - self.vel_lo
         self.joint_lo, self.joint_hi = p.get("joint_position_range", (0.0, 0.0))
         self.soft_lo, self.soft_hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
 
-    def _uniform(self, env, shape, lo, hi) -> torch.Tensor:
-        return lo + (hi - lo) * torch.rand(shape, generator=env.rng, device=env.device)
+    def _uniform(self, env, shape, lo, width) -> torch.Tensor:
+        return lo + width * torch.rand(shape, generator=env.rng, device=env.device)
 
     def __call__(self, env, txn) -> None:
         robot, n = env.robot, txn.reset_qpos.shape[0]
         pos, quat, lin_vel, ang_vel_w = self.command.ref_root_state
-        pose = self._uniform(env, (n, 6), self.pose_lo, self.pose_hi)
-        vel = self._uniform(env, (n, 6), self.vel_lo, self.vel_hi)
+        pose = self._uniform(env, (n, 6), self.pose_lo, self.pose_width)
+        vel = self._uniform(env, (n, 6), self.vel_lo, self.vel_width)
         quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), quat)
         a, b = robot.root_qpos_adr, robot.root_qvel_adr
         txn.reset_qpos[:, a:a + 3] = pos + pose[:, :3]
@@ -58,6 +59,6 @@ class reset_from_motion:
         txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
         joints = self.command.ref_joint_pos
         if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
-            joints = joints + self._uniform(env, joints.shape, self.joint_lo, self.joint_hi)
+            joints = joints + self._uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
         txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(joints, self.soft_lo, self.soft_hi)
         txn.reset_qvel[:, robot.joint_qvel_index] = self.command.library.joint_vel[self.command.index]
