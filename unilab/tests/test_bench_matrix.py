@@ -223,3 +223,18 @@ def test_matrix_end_to_end_on_mujoco_writes_a_record(tmp_path):
     assert code == 0 and head["status"] == "ok" and len(head["samples"]) == 3
     assert head["stats"]["env_steps_per_s_streamed"]["median"] > 0 and "physics_steps" in head["backend_diagnostics"]
     assert record["machine"]["cpu_model"] and record["versions"]["torch"]
+
+
+def test_the_tracking_env_process_also_times_its_reference_loop_where_the_tree_has_one(tmp_path):
+    settings = matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0)
+    cases = {c.task: c for c in matrix.select_cases(None, "cpu")}
+    track, walk = cases["g1_motion_tracking"], cases["g1_walk_flat"]
+    assert matrix.env_command(track, settings, tmp_path / "a.json", reference=True)[-2:] == ["--reference", "tracking"]
+    assert "--reference" not in matrix.env_command(track, settings, tmp_path / "a.json", reference=False)
+    assert "--reference" not in matrix.env_command(walk, settings, tmp_path / "a.json", reference=True)
+    env = {"env_steps_per_s": {"env_zero": {"median": 900.0}, "raw": {"median": 1200.0}},
+           "reference": {"steps_per_s": {"median": 950.0}, "dispatch_per_step": {"kernel_ops_per_step": 301.0}},
+           "env_to_reference_ratio": 900.0 / 950.0}
+    m = matrix.case_metrics(env, None)
+    assert m["reference_steps_per_s_streamed"] == 950.0 and m["reference_kernel_ops_per_step"] == 301.0
+    assert m["env_to_reference_ratio_streamed"] == pytest.approx(0.947, abs=1e-3)

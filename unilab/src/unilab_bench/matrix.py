@@ -138,7 +138,8 @@ def _git(*args: str, cwd: Path = ROOT) -> str:
 PROBE = """
 import importlib.util, json
 out = {"env_step": importlib.util.find_spec("unilab_bench.env_step") is not None,
-       "collector": importlib.util.find_spec("unilab_rl.cli.bench") is not None, "tasks": None}
+       "collector": importlib.util.find_spec("unilab_rl.cli.bench") is not None, "tasks": None,
+       "reference_tracking": importlib.util.find_spec("unilab_bench.reference_tracking") is not None}
 try:
     from unilab.registry import list_tasks
     out["tasks"] = sorted(list_tasks())
@@ -187,11 +188,17 @@ class Settings:
         return device, self.env_steps, self.collector_seconds
 
 
-def env_command(case: Case, s: Settings, out: Path) -> list[str]:
+# Tasks whose hand-fused reference loop (the direct-runtime baseline) the env bench can time.
+REFERENCE_LOOPS = {"g1_motion_tracking": "tracking"}
+
+
+def env_command(case: Case, s: Settings, out: Path, reference: bool = False) -> list[str]:
+    """``reference``: also time the task's hand-fused reference loop (a tree that has one)."""
     device, steps, _ = s.for_case(case)
+    extra = ["--reference", REFERENCE_LOOPS[case.task]] if reference and case.task in REFERENCE_LOOPS else []
     return [sys.executable, "-m", "unilab_bench.env_step", "--backend", case.backend, "--task", case.task,
             "--num-envs", str(s.num_envs), "--device", device, "--unfused-task", "", "--steps", str(steps),
-            "--samples", "3", "--warmup", str(s.env_warmup), "--out", str(out)]
+            "--samples", "3", "--warmup", str(s.env_warmup), "--out", str(out), *extra]
 
 
 def collector_command(case: Case, s: Settings, out: Path) -> list[str]:
@@ -255,6 +262,10 @@ def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -
         "host_syncs_per_env_step_cuda": _get(env, "host_syncs_per_env_step"),
         "host_syncs_per_collector_step": _get(collector, "dispatch_per_collector_step", "host_syncs_per_collector_step"),
         "kernel_ops_per_env_step": _get(env, "dispatch_per_env_step", "kernel_ops_per_step"),
+        # The direct-runtime baseline, where the task has a hand-fused reference loop.
+        "reference_steps_per_s_streamed": _get(env, "reference", "steps_per_s", "median"),
+        "env_to_reference_ratio_streamed": _get(env, "env_to_reference_ratio"),
+        "reference_kernel_ops_per_step": _get(env, "reference", "dispatch_per_step", "kernel_ops_per_step"),
     }
 
 
@@ -300,7 +311,9 @@ def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir
                 env_key = (tree.label, case.task, case.backend, r)
                 if env_key not in env_cache:
                     out = workdir / f"{tree.label}-r{r}-env-{case.task}-{case.backend}.json"
-                    env_cache[env_key] = run_unit(tree, env_command(case, settings, out), out, settings.timeout_s)
+                    reference = bool(capabilities[tree.label].get("reference_tracking"))
+                    env_cache[env_key] = run_unit(tree, env_command(case, settings, out, reference), out,
+                                                  settings.timeout_s)
                 env_unit = env_cache[env_key]
                 out = workdir / f"{tree.label}-r{r}-collector-{case.algo}-{case.task}-{case.backend}.json"
                 col_unit = run_unit(tree, collector_command(case, settings, out), out, settings.timeout_s)
