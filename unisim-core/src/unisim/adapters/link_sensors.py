@@ -1,6 +1,6 @@
 """MJCF sensors computed from link (body-origin) states, for engines that drop ``<sensor>``.
 
-Genesis parses no MJCF sensors (FACTS.md s.3), so its adapter publishes the MuJoCo
+Genesis parses no MJCF ``<sensor>`` elements (it drops them without a warning), so its adapter publishes the MuJoCo
 sensordata layout by computing each declared kind from what it does publish: body origin
 pose, body origin world velocity, qpos and qvel. The attachment offset (site, geom, body
 inertial frame) comes from the compiled MjModel. Kinds with inputs we do not have

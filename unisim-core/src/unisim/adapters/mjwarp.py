@@ -6,7 +6,7 @@ Trade-offs, decided here:
   nothing but ``ctrl`` into ``d.ctrl``.
 - ``step`` replays a captured graph of [substeps x mjw.step, publish] (one graph per
   distinct ``substeps``). ``mjw.step`` leaves xpos/cvel/sensordata describing the state
-  BEFORE the last integration (FACTS.md s.1), so the graph ends with the publish pass
+  BEFORE the last integration (mj_step computes them before it integrates), so the graph ends with the publish pass
   (kinematics, com_pos, com_vel, sensor_pos, sensor_vel, body-origin velocities): views then
   describe the qpos/qvel they sit next to. That pass is a few percent of one substep.
 - ``set_state`` writes rows with torch ``index_copy_`` on the device (no host sync), zeroes

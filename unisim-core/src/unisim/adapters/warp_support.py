@@ -25,8 +25,8 @@ def body_origin_velocity(
     """World velocity of each body ORIGIN (MuJoCo mjOBJ_XBODY) from cvel.
 
     cvel is a spatial velocity [omega, v] expressed at subtree_com[rootid[b]]; shifting the
-    linear part to the body origin is v + omega x (xpos - subtree_com[root]). FACTS.md s.2
-    verified this against mj_objectVelocity to 2e-7.
+    linear part to the body origin is v + omega x (xpos - subtree_com[root]); unisim-core/tests/test_cross_backend.py
+    compares these views with mj_objectVelocity of MuJoCo.
     """
     world, body = wp.tid()
     v = cvel[world, body]
