@@ -44,7 +44,10 @@ class StartSampler:
 
     def record(self, clip: torch.Tensor, frame: torch.Tensor, failed: torch.Tensor) -> None:
         """Fold this step's failures (``failed`` (N,) bool, at the envs' current frames)
-        into the moving average."""
+        into the moving average. Only adaptive sampling reads it; the other modes' bin
+        probabilities are fixed, so they skip the work."""
+        if self.mode != "adaptive":
+            return
         counts = torch.zeros_like(self.failed).index_add_(0, self.bin_of(clip, frame), failed.float())
         self.failed.mul_(1.0 - self.alpha).add_(self.alpha * counts)
         self.probabilities = self._probabilities()
