@@ -54,6 +54,7 @@ import torch
 from unilab_rl import distributed
 from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
+from unilab_rl.cli.metrics_sink import TrainingSink, shown_metrics, write_json_atomic
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
 from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir, claim_run_dir
 from unilab_rl.cli.run_record import (
@@ -459,10 +460,6 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         # files below, and a data-parallel peer still starting, may come after the signal).
         stopper = StopOnSignal(runner)
         if is_main:  # every check has passed: from here on this run owns --out
-            from unilab_rl.cli.metrics_sink import (
-                TrainingSink,  # tensorboard import only when training
-            )
-
             try:
                 lock = claim_run_dir(args.out, args.resume, args.overwrite)
             except RunDirError as error:
@@ -526,12 +523,6 @@ def run_record(args: argparse.Namespace, plan: dict[str, Any], spec: EnvSpec, wo
     }
 
 
-def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
-    from unilab_rl.cli.metrics_sink import write_json_atomic as write
-
-    write(path, document)
-
-
 def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float) -> None:
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
@@ -553,8 +544,6 @@ def apply_thread_policy(device: torch.device, threads: int | None) -> None:
 
 
 def _print_summary(result: Any, tracker: GoalTracker) -> None:
-    from unilab_rl.cli.metrics_sink import shown_metrics
-
     parts = [f"env_steps={result.env_steps}", f"updates={result.updates}", f"wall={result.wall_s:.1f}s"]
     parts += [f"{k}={v:.3f}" for k, v in shown_metrics(tracker.last).items()]
     print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
