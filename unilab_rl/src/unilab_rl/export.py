@@ -80,8 +80,7 @@ def metadata_path(policy_path: Path) -> Path:
 def export_policy(policy: nn.Module, obs_dim: int, path: Path, fmt: str, metadata: dict[str, Any]) -> Path:
     """Write ``policy`` (a module from (B, obs_dim) observations to (B, action_dim) actions,
     on the CPU) to ``path`` in format ``fmt``, with ``metadata``; returns the metadata file."""
-    if fmt not in EXPORT_FORMATS:
-        raise ExportError(f"unknown export format {fmt!r}; valid: {', '.join(EXPORT_FORMATS)}")
+    check_export_packages(fmt)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = policy.cpu().eval()
@@ -99,10 +98,8 @@ def export_policy(policy: nn.Module, obs_dim: int, path: Path, fmt: str, metadat
 
 
 def _export_onnx(policy: nn.Module, example: torch.Tensor, path: Path, metadata: dict[str, Any]) -> None:
-    try:
-        import onnx
-    except ImportError as error:
-        raise ExportError(f"ONNX export needs onnx ({error}); {EXTRA_HINT}") from None
+    import onnx  # present: export_policy checked it
+
     with _without_deprecation_notices():
         torch.onnx.export(policy, (example,), str(path), dynamo=False, input_names=[INPUT_NAME],
                           output_names=[OUTPUT_NAME], opset_version=ONNX_OPSET,
