@@ -96,4 +96,4 @@ def test_heading_envs_track_a_sampled_heading_with_a_clipped_p_controller(make_e
     twist = env.command_manager.terms["twist"]
     err = wrap_to_pi(twist.heading_target - env.robot.heading_w)
     expected = (0.5 * err).clamp(*twist.ranges[2])
-    assert torch.allclose(env.command_manager.command("twist")[:, 2], expected, atol=1e-6)
+    assert torch.allclose(env.command_manager.term("twist").command[:, 2], expected, atol=1e-6)

@@ -41,7 +41,7 @@ def test_mujoco_and_other_backend_agree_on_observations_and_rewards(make_env, ot
         env.robot.invalidate()
         obs = env.observation_manager.compute(env, commit=False)
         env.reward_manager.compute(env)
-        results.append((obs, env.reward_manager.last_components.clone(), env.command_manager.command("twist")))
+        results.append((obs, env.reward_manager.last_components.clone(), env.command_manager.term("twist").command))
     (obs_m, rew_m, cmd_m), (obs_w, rew_w, cmd_w) = results
     assert torch.equal(cmd_m, cmd_w)  # same seed, same RNG draws
     for g in obs_m:

@@ -81,7 +81,7 @@ def _rollout(env, steps=6):
         if k == 3:
             force_done(env, torch.tensor([True, True, False, False]))
         obs, *_ = env.step(_act(env, k))
-        out.append((obs["policy"].clone(), env.command_manager.command("twist").clone(), env.robot.qpos.clone()))
+        out.append((obs["policy"].clone(), env.command_manager.term("twist").command.clone(), env.robot.qpos.clone()))
     return out
 
 

@@ -189,3 +189,26 @@ def test_rewards_and_command_metrics_score_the_command_the_policy_acted_on(make_
         assert not torch.allclose(got, scored(twist.command), atol=1e-3)  # the new command differs
     m = env.flush_metrics()
     assert math.isfinite(m["metrics/twist/lin_vel_error"])
+
+
+def test_a_function_term_declares_its_fused_columns_with_the_fused_decorator(make_env):
+    from unilab.config import RewardTermCfg
+    from unilab.managers.base import fused
+
+    @fused("height", "twice_height")
+    def heights(env):
+        z = env.robot.root_pos_w[:, 2]
+        return torch.stack((z, 2 * z), dim=1)
+
+    def task() -> EnvCfg:
+        cfg = goal_task()
+        cfg.rewards = {"heights": RewardTermCfg(func=heights, weights={"height": 1.0, "twice_height": -0.5})}
+        return cfg
+
+    register_task("test_fused_function", task)
+    env = make_env(task="test_fused_function", num_envs=N)
+    assert env.reward_manager.components == ["height", "twice_height"]
+    _, reward, *_ = env.step(torch.zeros(N, env.action_dim))
+    z = env.robot.root_pos_w[:, 2]  # no row reset on the first step
+    assert torch.allclose(env.reward_manager.last_components, torch.stack((z, -z), dim=1), atol=1e-6)
+    assert torch.allclose(reward, torch.zeros(N), atol=1e-6)

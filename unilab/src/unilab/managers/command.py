@@ -67,9 +67,6 @@ class CommandManager:
             raise ValueError(f"{owner}: unknown command {name!r}; available: {list(self.terms)}")
         return term
 
-    def command(self, name: str) -> torch.Tensor:
-        return self.term(name).command
-
     def record_metrics(self, metric_manager) -> None:
         for term, slot in self._metric_slots:
             metric_manager.add(slot, term.metrics())
