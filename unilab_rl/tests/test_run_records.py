@@ -6,10 +6,12 @@ without its GL library is bad input, not a traceback."""
 import json
 
 import pytest
+import torch
 from fake_env import PointMassEnv
 from helpers import TINY
 from unilab_rl.checkpoint import load_checkpoint
 from unilab_rl.cli import play as play_cli
+from unilab_rl.cli import run_record
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli.run_record import RECORD_FORMAT, git_commit, versions
 
@@ -116,10 +118,14 @@ def test_without_a_terminal_progress_prints_as_lines(tmp_path, capsys):
     assert lines and "env_steps=" in lines[0] and "%" in lines[0]
 
 
-def test_versions_name_the_simulators_and_packages():
+def test_versions_name_the_simulators_and_packages(monkeypatch):
     found = versions()
     assert {"torch", "mujoco", "mujoco-warp", "warp-lang", "genesis-world", "unisim-core", "unilab",
             "unilab-rl"} <= set(found)
+    # The keys come from the package list whatever is installed; the values are what is.
+    assert found["torch"] == torch.__version__ and found["unilab-rl"]
+    monkeypatch.setattr(run_record, "PACKAGES", ("torch", "not-an-installed-package"))
+    assert versions()["not-an-installed-package"] is None
 
 
 def test_a_video_without_its_gl_library_is_bad_input_naming_the_fix(tmp_path, monkeypatch, capsys):
