@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from unilab_bench import env_step as bench
 
@@ -28,6 +29,32 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     assert 0 < dispatch["kernel_ops_per_step"] < dispatch["aten_ops_per_step"]
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]
+    assert record["comparison_task"] == "g1_walk_flat_unfused" and record["comparison_overrides"] == []
+
+
+def test_a_comparison_override_reaches_only_the_comparison_env(tmp_path, monkeypatch):
+    built = {}
+    real = bench.make_manager_based_rl_env
+
+    def spy(task, **kw):
+        built[task] = list(kw["overrides"])
+        return real(task, **kw)
+
+    monkeypatch.setattr(bench, "make_manager_based_rl_env", spy)
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--backend", "mujoco", "--num-envs", "2", "--steps", "2", "--warmup", "1", "--samples", "3",
+                    "--override", "episode_length_s=10", "--compare-override", "episode_length_s=5",
+                    "--out", str(tmp_path / "b.json")])
+    finally:
+        torch.set_num_threads(threads)
+    assert built["g1_walk_flat"][-1] == "episode_length_s=10"
+    assert built["g1_walk_flat_unfused"][-2:] == ["episode_length_s=10", "episode_length_s=5"]
+
+
+def test_a_comparison_override_without_a_comparison_owner_is_refused():
+    with pytest.raises(SystemExit, match="--compare-override"):
+        bench.main(["--backend", "mujoco", "--num-envs", "2", "--unfused-task", "", "--compare-override", "x=1"])
 
 
 def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():

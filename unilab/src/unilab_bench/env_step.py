@@ -212,13 +212,15 @@ def run(args: argparse.Namespace) -> dict:
         torch.set_num_threads(args.torch_threads)
     options = dict(parse_overrides(args.backend_option))
     overrides = ["validate_actions=false"] + list(args.override)
-    mk = lambda task: make_manager_based_rl_env(task, backend=args.backend, num_envs=args.num_envs,
-                                                device=args.device, seed=0, overrides=overrides,
-                                                backend_options=options)
+    mk = lambda task, more=(): make_manager_based_rl_env(task, backend=args.backend, num_envs=args.num_envs,
+                                                         device=args.device, seed=0,
+                                                         overrides=overrides + list(more), backend_options=options)
     env = mk(args.task)
     envs = {"env_zero": env, "env_random": env}
     if args.unfused_task:
-        envs["env_unfused"] = mk(args.unfused_task)
+        envs["env_unfused"] = mk(args.unfused_task, args.compare_override)
+    elif args.compare_override:
+        raise SystemExit("--compare-override: applies to --unfused-task, which is empty")
     n, device, steps = env.num_envs, env.device, args.steps
     ref = None
     if args.reference == "tracking":
@@ -305,6 +307,8 @@ def run(args: argparse.Namespace) -> dict:
         "benchmark": "unilab_bench.env_step", "task": args.task, "backend": args.backend, "num_envs": n,
         "device": str(device), "data_plane": env.backend.capabilities.data_plane.value,
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "comparison_task": args.unfused_task or None, "overrides": list(args.override),
+        "comparison_overrides": list(args.compare_override),
         "steps_per_sample": steps, "samples": args.samples, "warmup": args.warmup,
         "torch_threads": torch.get_num_threads(),
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
@@ -377,6 +381,9 @@ def main(argv: list[str] | None = None) -> dict:
                         "would compete with a host physics pool; untouched on cuda)")
     p.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--compare-override", action="append", default=[], metavar="KEY=VALUE",
+                   help="applied after --override to the comparison owner only (e.g. the same task "
+                        "without its contact sensors, to time what sensing costs)")
     p.add_argument("--out", default=None, help="write the JSON record here")
     args = p.parse_args(argv)
     if args.samples < 3:

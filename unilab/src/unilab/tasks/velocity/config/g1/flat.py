@@ -44,6 +44,10 @@ from unilab.terms import terminations as term
 COMMAND = "twist"
 # The command ranges of the curriculum's final stage: what the policy is trained to follow.
 TRAINING_RANGE = ((-1.5, 2.0), (-0.5, 0.5), (-1.0, 1.0))
+# Vectorized env steps (common_step_counter) before the curriculum's last stage. mjlab widens at
+# 120k steps of a PPO schedule; an off-policy run of a few minutes makes ~10-30k, and a stage it
+# never reaches leaves the fast commands of the training range untrained.
+WIDEN_STEP = 3_000
 WEIGHTS = {"track_lin_vel": 2.0, "track_ang_vel": 2.0, "upright": 1.0, "posture": 1.0, "body_ang_vel": -0.05,
            "action_rate": -0.1, "joint_limits": -1.0, "feet_air_time": 0.5, "foot_slip": -0.1, "alive": 0.5,
            "terminated": -100.0}
@@ -124,10 +128,12 @@ def g1_walk_flat() -> EnvCfg:
             "push": EventTermCfg(func=ev.push_by_velocity, mode="interval", interval_range_s=(5.0, 10.0),
                                  params={"velocity_range": {"x": (-0.5, 0.5), "y": (-0.5, 0.5)}}),
         },
+        # The forward range widens to the training range after WIDEN_STEP env steps, a point the GPU
+        # presets reach within their first ~80 s (FastSAC ~11k env steps in 5 min at 4096 envs).
         curriculum={"command_ranges": CurriculumTermCfg(func=vel_cur.command_range_stages, params={
             "command_name": COMMAND,
             "stages": [{"step": 0, "lin_vel_x": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0)},
-                       {"step": 120_000, "lin_vel_x": TRAINING_RANGE[0]}]})},
+                       {"step": WIDEN_STEP, "lin_vel_x": TRAINING_RANGE[0]}]})},
     )
 
 
