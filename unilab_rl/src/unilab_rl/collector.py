@@ -31,7 +31,8 @@ from unilab_rl.timing import SampledPhaseTimer
 
 # What ``flush`` reports (the episode keys only for intervals in which episodes ended).
 COLLECTOR_METRICS = ("collector/episodes", "collector/episode_return", "collector/episode_length",
-                     "collector/episode_length_fraction", "collector/quarantined_rows_total",
+                     "collector/episode_length_fraction", "collector/episode_failure_fraction",
+                     "collector/quarantined_rows_total",
                      "collector/quarantined_steps_total")
 
 
@@ -52,6 +53,7 @@ class Collector:
         self.finished_return_sum = torch.zeros((), device=device)
         self.finished_length_sum = torch.zeros((), device=device)
         self.finished_episodes = torch.zeros((), device=device)
+        self.finished_failures = torch.zeros((), device=device)  # ended by a termination, not a time-out
         self.quarantined_rows = torch.zeros((), dtype=torch.long, device=device)
         self.quarantined_steps = torch.zeros((), dtype=torch.long, device=device)
         self.env_log_sums: dict[str, torch.Tensor] = {}
@@ -80,7 +82,7 @@ class Collector:
             if self.replay is not None:
                 self.replay.add(self.obs, action, reward, bootstrap_obs, terminated, truncated, valid=finite)
             self.agent.observe(next_obs, reward, terminated, truncated)
-            self._track_episodes(reward, done)
+            self._track_episodes(reward, done, terminated)
             self._accumulate_env_log(info.get(INFO_LOG))
         self.obs = next_obs
         self.steps += 1
@@ -96,13 +98,14 @@ class Collector:
         self.quarantined_steps += bad.any().long()
         return finite
 
-    def _track_episodes(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+    def _track_episodes(self, reward: torch.Tensor, done: torch.Tensor, terminated: torch.Tensor) -> None:
         self.episode_return += reward
         self.episode_length += 1
         done_f = done.float()
         self.finished_return_sum += (self.episode_return * done_f).sum()
         self.finished_length_sum += (self.episode_length * done_f).sum()
         self.finished_episodes += done_f.sum()
+        self.finished_failures += terminated.sum()
         self.episode_return *= 1.0 - done_f
         self.episode_length *= 1.0 - done_f
 
@@ -116,19 +119,24 @@ class Collector:
     def flush(self) -> dict[str, float]:
         """Host-side statistics since the last flush (one device sync)."""
         values = torch.stack([self.finished_return_sum, self.finished_length_sum, self.finished_episodes,
-                              self.quarantined_rows.float(), self.quarantined_steps.float()]).tolist()
-        return_sum, length_sum, episodes, bad_rows, bad_steps = values
+                              self.finished_failures, self.quarantined_rows.float(),
+                              self.quarantined_steps.float()]).tolist()
+        return_sum, length_sum, episodes, failures, bad_rows, bad_steps = values
         stats = {"collector/quarantined_rows_total": bad_rows, "collector/quarantined_steps_total": bad_steps,
                  "collector/episodes": episodes}
         if episodes > 0:
             stats["collector/episode_return"] = return_sum / episodes
             stats["collector/episode_length"] = length_sum / episodes
             stats["collector/episode_length_fraction"] = length_sum / episodes / self.spec.max_episode_length
+            # Tasks whose episodes end early by design (a tracking clip's end is a time-out) judge
+            # survival by this, not by the length fraction.
+            stats["collector/episode_failure_fraction"] = failures / episodes
         for key, total in self.env_log_sums.items():
             stats[f"env_log/{key}"] = float(total) / max(self.env_log_count, 1)
         self.finished_return_sum.zero_()
         self.finished_length_sum.zero_()
         self.finished_episodes.zero_()
+        self.finished_failures.zero_()
         self.env_log_sums.clear()
         self.env_log_count = 0
         return stats

@@ -65,8 +65,10 @@ PRESETS: dict[str, TrainingPreset] = {
         task="g1_motion_tracking", backend="mjwarp", algo="flashsac", num_envs=4096, minutes=9.0,
         overrides={"flashsac": _FLASHSAC_G1, "fastsac": _FASTSAC_G1},
         # A training-curve proxy of the evaluation's bar (unilab-eval: success >= 95%, MPKPE <= 40
-        # mm): tracked bodies within 4 cm of the relative reference on average, long episodes.
-        goals=("collector/episode_length_fraction>0.9", "env/metrics/motion/error_body_pos<0.04"),
+        # mm): fewer than 5% of episodes end by a termination, and tracked bodies are within 4 cm of
+        # the relative reference on average. Not the length fraction: episodes start anywhere in
+        # the clip and end at its end, so even perfect tracking lasts about half an episode.
+        goals=("collector/episode_failure_fraction<0.05", "env/metrics/motion/error_body_pos<0.04"),
     ),
 }
 

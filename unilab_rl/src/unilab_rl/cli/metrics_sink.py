@@ -20,6 +20,7 @@ CURVE_KEYS = {
     "collector/episode_return": "episode_return",
     "collector/episode_length": "episode_length",
     "collector/episode_length_fraction": "episode_length_fraction",
+    "collector/episode_failure_fraction": "episode_failure_fraction",
     "collector/episodes": "episodes_ended",
     "perf/env_steps_per_s": "env_steps_per_s",
     "perf/env_steps_per_s_all_ranks": "env_steps_per_s_all_ranks",
