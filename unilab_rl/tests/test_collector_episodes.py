@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from fake_env import PointMassEnv
 from helpers import tiny_agent
-
 from unilab_rl.collector import Collector
 from unilab_rl.contract import EnvSpec
 from unilab_rl.timing import SampledPhaseTimer

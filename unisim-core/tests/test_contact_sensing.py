@@ -13,8 +13,8 @@ from unisim.host_sync import HostSyncProbe
 
 @pytest.mark.parametrize("name", ["mujoco", "mjwarp"])
 def test_requested_contact_sensors_leave_the_models_own_sensordata_as_it_was(builtin_model, name):
-    """The adapters append MuJoCo contact sensors to the physics model; the model's own
-    sensors keep their columns and values, and the inventory lists only them."""
+    """Contact sensing leaves the model's own sensors as they were (mujoco appends MuJoCo contact
+    sensors after them, mjwarp adds nothing to the model): same columns, values and inventory."""
     if name == "mjwarp":
         pytest.importorskip("mujoco_warp")
     plain = unisim.create_backend(name, model=builtin_model, num_envs=2, device="cpu")
@@ -60,3 +60,61 @@ def test_mjwarp_contact_sensing_runs_in_the_step_graph_without_a_host_sync():
         assert b.views().contacts["any"].in_contact.all()
     finally:
         b.close()
+
+
+def test_the_mjwarp_contact_pass_equals_mujoco_warps_own_contact_sensors_on_tumbling_bodies():
+    """The adapter's one pass over live contacts (unisim.adapters.warp_contacts) against MuJoCo
+    Warp's ``<contact>`` net-force sensors of the same step, for every filter, while the probe's
+    two trees are thrown at each other: sliding, tumbling, the lid hitting the shelf."""
+    mjw = pytest.importorskip("mujoco_warp")
+    import mujoco
+    import warp as wp
+    from unisim.adapters.mjwarp import CONTACT_FILTERS
+    from unisim.adapters.warp_contacts import contact_tables, publish_contacts
+    from unisim.mjcf import add_contact_sensors, contact_sensor_columns, resolve_contact_sensors
+
+    specs = [ContactSensorSpec("any", ("block", "lid", "shelf", "base")),
+             ContactSensorSpec("floor", ("block", "base"), with_bodies=("world",)),
+             ContactSensorSpec("others", ("block",), with_bodies=("base", "shelf", "lid")),
+             ContactSensorSpec("self", ("lid", "shelf"), with_self=True),
+             ContactSensorSpec("floor_geom", ("base",), with_geoms=("floor",))]
+    spec = mujoco.MjSpec.from_file(str(CONTACT_PROBE_MODEL))
+    model = spec.compile()
+    plan = resolve_contact_sensors(specs, model, CONTACT_FILTERS, "mjwarp")
+    add_contact_sensors(spec, model, plan)
+    sensed = spec.compile()
+    cols = contact_sensor_columns(sensed, plan)
+    n = 6
+    gen = torch.Generator().manual_seed(3)
+    data = mujoco.MjData(sensed)
+    qpos = torch.tensor(data.qpos, dtype=torch.float32).repeat(n, 1)
+    qvel = torch.zeros(n, sensed.nv)
+    qpos[:, 2] += 0.3 * torch.rand(n, generator=gen)  # the block, lifted a little
+    qvel[:, 0] = 4.0 + torch.rand(n, generator=gen)  # thrown at the base, 1 m away
+    qvel[:, 2] = 1.0
+    qvel[:, 3:6] = 4.0 * torch.rand(n, 3, generator=gen) - 2.0  # tumbling
+    with wp.ScopedDevice("cpu"):
+        m = mjw.put_model(sensed)
+        d = mjw.make_data(sensed, nworld=n, nconmax=64, njmax=256)
+        wp.to_torch(d.qpos).copy_(qpos)
+        wp.to_torch(d.qvel).copy_(qvel)
+        tables = contact_tables(sensed, plan, n, int(d.naconmax))
+        touched = torch.zeros(plan.rows, dtype=torch.bool)
+        for step in range(120):
+            mjw.step(m, d)
+            if step % 8:
+                continue
+            publish_contacts(m, d, tables, tables["force"], tables["in_contact"], tables["contact_ids"],
+                             tables["contact_force"])
+            sensor = wp.to_torch(d.sensordata)
+            expected = torch.zeros(n, plan.rows, 3)
+            for k, target in enumerate(plan.targets):  # MuJoCo orients it as the force the body exerts
+                expected[:, target.row] -= sensor[:, cols[k]:cols[k] + 3]
+            got = wp.to_torch(tables["force"])
+            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-3), f"step {step}: {(got - expected).abs().max()}"
+            flags = wp.to_torch(tables["in_contact"])
+            assert torch.equal(flags, expected.norm(dim=-1) > torch.tensor(plan.thresholds))
+            touched |= (expected.norm(dim=-1) > 1.0).any(0)
+    print("rows in contact at some compared step:", touched.tolist())
+    for spec, (a, b) in zip(specs, plan.slices, strict=True):
+        assert touched[a:b].any(), f"the scenario never puts {spec.name!r} in contact"

@@ -22,13 +22,11 @@ Trade-offs, decided here:
 - On CUDA the graphs are CUDA graphs (feature GRAPH_CAPTURE). On the CPU warp also records
   and replays launch lists; we use that when it works and fall back to eager launches when
   capture raises, and ``diagnostics()['step_mode']`` says which one runs.
-- Contact sensing (contract 1.3): each requested (body, filter) pair is a MuJoCo ``<contact>``
-  net-force sensor appended to the model after its own sensors, so mujoco_warp evaluates it
-  in every ``mjw.step`` (acceleration stage, from that step's constraint forces; the publish
-  pass does not touch it). The step graph ends with one small kernel that sums each body's
-  targets into ``force_w``/``in_contact`` arrays: everything stays on the device and inside
-  the captured graph. ``set_state``/``set_state_where`` clear the written rows with torch
-  (``ContactAfterReset.CLEARED``), no sync, no physics.
+- Contact sensing (contract 1.3): the step graph ends with one pass over the last substep's
+  live contacts (``warp_contacts``) that sums each requested body's forces into
+  ``force_w``/``in_contact``: on the device, inside the captured graph, once per env step, and
+  nothing is added to the model. ``set_state``/``set_state_where`` clear the written rows with
+  torch (``ContactAfterReset.CLEARED``), no sync, no physics.
 - Contact/constraint buffers are sized from the model (``default_buffer_sizes``: twice the
   contacts/rows of its resting poses, at least mujoco_warp's defaults) times num_envs unless
   ``nconmax``/``njmax`` are given; overflow is sticky per world in ``d.overflow`` and is
@@ -45,9 +43,9 @@ import mujoco_warp as mjw
 import torch
 import warp as wp
 
+from unisim.adapters.warp_contacts import contact_tables, publish_contacts
 from unisim.adapters.warp_support import (
     body_origin_velocity,
-    contact_net_force,
     default_buffer_sizes,
     torch_view,
     warp_device,
@@ -58,12 +56,10 @@ from unisim.contract import Mask, Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
 from unisim.mjcf import (
-    add_contact_sensors,
     body_mass_minimums,
     build_inventory,
     check_sensor_kinds,
     compile_spec,
-    contact_sensor_columns,
     load_spec,
     resolve_contact_sensors,
 )
@@ -105,17 +101,12 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
     graph = options.get("graph", True)
     if not isinstance(graph, bool):
         raise ContractViolation(f"graph: expected a bool, got {graph!r}")
-    spec = load_spec(model)
-    mjmodel = compile_spec(spec.copy())
+    mjmodel = compile_spec(load_spec(model))
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "mjwarp")
     plan = resolve_contact_sensors(contact_sensors, mjmodel, CONTACT_FILTERS, "mjwarp")
-    physics = mjmodel
-    if plan.targets:  # the user's model + contact sensors after its own sensors
-        add_contact_sensors(spec, mjmodel, plan)
-        physics = compile_spec(spec)
-    return MjWarpBackend(physics, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
+    return MjWarpBackend(mjmodel, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
                          njmax=options.get("njmax"), graph=graph, validate=options.get("validate", True),
-                         user_model=mjmodel, contact_plan=plan)
+                         contact_plan=plan)
 
 
 class MjWarpBackend(SimBackend):
@@ -123,14 +114,10 @@ class MjWarpBackend(SimBackend):
 
     def __init__(self, mjmodel: mujoco.MjModel, num_envs: int, device: torch.device, *,
                  nconmax: int | None = None, njmax: int | None = None, graph: bool = True,
-                 validate: bool = True, user_model: mujoco.MjModel | None = None,
-                 contact_plan: ContactPlan | None = None) -> None:
-        # ``mjmodel`` is what runs (with any contact sensors appended), ``user_model`` the
-        # model as written: inventory and the public sensordata columns.
+                 validate: bool = True, contact_plan: ContactPlan | None = None) -> None:
         super().__init__(num_envs, validate)
-        user_model = mjmodel if user_model is None else user_model
         plan = contact_plan if contact_plan is not None else ContactPlan((), (), (), (), ())
-        self._inventory = build_inventory(user_model)
+        self._inventory = build_inventory(mjmodel)
         self._has_cameras = mjmodel.ncam > 0
         self._wp_device = warp_device(device)
         self._cuda = device.type == "cuda"
@@ -145,7 +132,7 @@ class MjWarpBackend(SimBackend):
             nbody = mjmodel.nbody
             self._lin_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
             self._ang_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
-            self._contacts = self._contact_arrays(mjmodel, plan, num_envs)
+            self._contacts = contact_tables(mjmodel, plan, num_envs, int(self._d.naconmax))
             self._warm_up(mjmodel, nconmax, njmax)
             mjw.forward(self._m, self._d)  # every view authoritative from construction on
             self._publish()
@@ -166,7 +153,7 @@ class MjWarpBackend(SimBackend):
                                torch.zeros((num_envs, 0, 3), dtype=torch.float32, device=device))
         self._in_contact = (wp.to_torch(contacts["in_contact"]) if contacts else
                             torch.zeros((num_envs, 0), dtype=torch.bool, device=device))
-        sensordata = torch_view(d.sensordata, num_envs, mjmodel.nsensordata)[:, :user_model.nsensordata]
+        sensordata = torch_view(d.sensordata, num_envs, mjmodel.nsensordata)
         self._views = BackendViews(
             qpos=self._qpos, qvel=self._qvel,
             body_pos_w=wp.to_torch(d.xpos), body_quat_w=wp.to_torch(d.xquat),
@@ -177,7 +164,7 @@ class MjWarpBackend(SimBackend):
         self._graphs: dict[int, Any] = {}
         self._publish_graph = self._capture(self._publish) if graph else None
         self._use_graph = self._publish_graph is not None
-        self._capabilities = self._declare(user_model, device)
+        self._capabilities = self._declare(mjmodel, device)
         self._stream_key: int | None = None
         self._stream = None
         self._physics_steps = 0
@@ -293,36 +280,9 @@ class MjWarpBackend(SimBackend):
         for _ in range(substeps):
             mjw.step(self._m, self._d)
         self._publish()
-        if self._contacts:
-            self._publish_contacts(self._d, self._contacts["force"], self._contacts["in_contact"])
-
-    def _publish_contacts(self, d, force: wp.array, in_contact: wp.array) -> None:
-        """Sum the last substep's contact sensors of ``d`` into ``force``/``in_contact``."""
         c = self._contacts
-        wp.launch(contact_net_force, dim=(d.nworld, c["rows"]),
-                  inputs=[d.sensordata, c["target_col"], c["row_start"], c["threshold"]],
-                  outputs=[force, in_contact])
-
-    @staticmethod
-    def _contact_arrays(mjmodel: mujoco.MjModel, plan: ContactPlan, num_envs: int) -> dict[str, Any]:
-        """Index tables and output arrays of the contact kernel; empty when nothing was asked."""
-        if not plan.targets:
-            return {}
-        cols = contact_sensor_columns(mjmodel, plan)
-        order = sorted(range(len(plan.targets)), key=lambda k: plan.targets[k].row)  # targets grouped by row
-        starts = [0] * (plan.rows + 1)
-        for target in plan.targets:
-            starts[target.row + 1] += 1
-        for r in range(plan.rows):
-            starts[r + 1] += starts[r]
-        return {
-            "rows": plan.rows,
-            "target_col": wp.array([cols[k] for k in order], dtype=wp.int32),
-            "row_start": wp.array(starts, dtype=wp.int32),
-            "threshold": wp.array(list(plan.thresholds), dtype=float),
-            "force": wp.zeros((num_envs, plan.rows), dtype=wp.vec3),
-            "in_contact": wp.zeros((num_envs, plan.rows), dtype=wp.bool),
-        }
+        if c:
+            publish_contacts(self._m, self._d, c, c["force"], c["in_contact"], c["contact_ids"], c["contact_force"])
 
     def _publish(self) -> None:
         """Recompute every derived view from qpos/qvel (no integration, no collision)."""
@@ -353,9 +313,11 @@ class MjWarpBackend(SimBackend):
         wp.launch(body_origin_velocity, dim=(1, m.nbody),
                   inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
                   outputs=[wp.zeros((1, m.nbody), dtype=wp.vec3), wp.zeros((1, m.nbody), dtype=wp.vec3)])
-        if self._contacts:  # the contact kernel too, into one-world scratch outputs
-            rows = self._contacts["rows"]
-            self._publish_contacts(scratch, wp.zeros((1, rows), dtype=wp.vec3), wp.zeros((1, rows), dtype=wp.bool))
+        c = self._contacts
+        if c:  # the contact pass too, into one-world scratch outputs
+            rows, n = c["rows"], int(scratch.naconmax)
+            publish_contacts(m, d, c, wp.zeros((1, rows), dtype=wp.vec3), wp.zeros((1, rows), dtype=wp.bool),
+                             wp.array(list(range(n)), dtype=wp.int32), wp.zeros(n, dtype=wp.spatial_vector))
 
     def _capture(self, body) -> Any:
         try:

@@ -37,30 +37,6 @@ def body_origin_velocity(
     ang_vel[world, body] = omega
 
 
-@wp.kernel
-def contact_net_force(
-    sensordata: wp.array2d(dtype=float),
-    target_col: wp.array(dtype=wp.int32),
-    row_start: wp.array(dtype=wp.int32),
-    threshold: wp.array(dtype=float),
-    force: wp.array2d(dtype=wp.vec3),
-    in_contact: wp.array2d(dtype=wp.bool),
-):
-    """Net contact force ON each sensed body and its in-contact flag, per world.
-
-    Row r sums the 3-column ``<contact>`` net-force sensors of its targets
-    ``target_col[row_start[r]:row_start[r + 1]]``, negated: MuJoCo orients the sensor as the
-    force the sensed body exerts on the other side. ``in_contact = |force| > threshold[r]``.
-    """
-    world, row = wp.tid()
-    total = wp.vec3(0.0, 0.0, 0.0)
-    for k in range(row_start[row], row_start[row + 1]):
-        c = target_col[k]
-        total -= wp.vec3(sensordata[world, c], sensordata[world, c + 1], sensordata[world, c + 2])
-    force[world, row] = total
-    in_contact[world, row] = wp.length(total) > threshold[row]
-
-
 def warp_device(device: torch.device) -> str:
     """The warp device name of a resolved torch device."""
     if device.type == "cuda":
