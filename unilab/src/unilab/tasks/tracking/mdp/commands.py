@@ -55,9 +55,9 @@ class MotionCommand(CommandTerm):
                                     cfg.adaptive_alpha, cfg.adaptive_kernel_size, cfg.adaptive_lambda, dev)
         self.clip = torch.zeros(n, dtype=torch.int64, device=dev)
         self.frame = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.index = self.library.index(self.clip, self.frame)
-        self.command = torch.cat((self.library.joint_pos[self.index], self.library.joint_vel[self.index]), dim=1)
-        self._version = 0  # bumps when frames change: the relative reference is cached per state and version
+        self._k = len(cfg.body_names)
+        self._version = 0
+        self._set_frames(self.clip, self.frame)  # bumps when frames change: the relative reference is cached per state and version
         self.assigned: torch.Tensor | None = None
 
     def assign(self, clips: torch.Tensor | None) -> None:
@@ -72,9 +72,17 @@ class MotionCommand(CommandTerm):
     def _set_frames(self, clip: torch.Tensor, frame: torch.Tensor) -> None:
         self.clip, self.frame = clip, frame
         self.index = self.library.index(clip, frame)
-        lib = self.library
-        self.command = torch.cat((lib.joint_pos[self.index], lib.joint_vel[self.index]), dim=1)
+        # The frame's whole reference in one gather; the properties below are views of it.
+        self.ref = self.library.packed[self.index]
+        self.command = self._columns("joint_pos", "joint_vel")
         self._version += 1
+
+    def _columns(self, first: str, last: str | None = None) -> torch.Tensor:
+        cols = self.library.columns
+        return self.ref[:, cols[first][0]:cols[last or first][1]]
+
+    def _bodies(self, name: str, width: int) -> torch.Tensor:
+        return self._columns(name).view(-1, self._k, width)
 
     def at_clip_end(self) -> torch.Tensor:
         return self.frame >= self.library.length[self.clip] - 1
@@ -98,45 +106,50 @@ class MotionCommand(CommandTerm):
     # ---- the reference at the current frame ------------------------------------------------
     @property
     def ref_joint_pos(self) -> torch.Tensor:
-        return self.library.joint_pos[self.index]
+        return self._columns("joint_pos")
+
+    @property
+    def ref_joint_vel(self) -> torch.Tensor:
+        return self._columns("joint_vel")
 
     @property
     def ref_root_state(self) -> tuple[torch.Tensor, ...]:
-        lib, i = self.library, self.index
-        return lib.root_pos[i], lib.root_quat[i], lib.root_lin_vel[i], lib.root_ang_vel[i]
+        return tuple(self._columns(c) for c in ("root_pos", "root_quat", "root_lin_vel", "root_ang_vel"))
 
     @property
     def ref_body_pos_w(self) -> torch.Tensor:
-        return self.library.body_pos[self.index]
+        return self._bodies("body_pos", 3)
 
     @property
     def ref_body_quat_w(self) -> torch.Tensor:
-        return self.library.body_quat[self.index]
+        return self._bodies("body_quat", 4)
 
     @property
     def ref_body_lin_vel_w(self) -> torch.Tensor:
-        return self.library.body_lin_vel[self.index]
+        return self._bodies("body_lin_vel", 3)
 
     @property
     def ref_body_ang_vel_w(self) -> torch.Tensor:
-        return self.library.body_ang_vel[self.index]
+        return self._bodies("body_ang_vel", 3)
 
     @property
     def ref_anchor_pos_w(self) -> torch.Tensor:
-        return self.library.body_pos[self.index, self.anchor]
+        return self.ref_body_pos_w[:, self.anchor]
 
     @property
     def ref_anchor_quat_w(self) -> torch.Tensor:
-        return self.library.body_quat[self.index, self.anchor]
+        return self.ref_body_quat_w[:, self.anchor]
 
     # ---- the robot -----------------------------------------------------------------------
     @property
     def robot_body_pos_w(self) -> torch.Tensor:
-        return self.env.robot.body_pos_w[:, self.body_index]
+        robot = self.env.robot
+        return robot.cached(("motion_body_pos", id(self)), lambda: robot.body_pos_w[:, self.body_index])
 
     @property
     def robot_body_quat_w(self) -> torch.Tensor:
-        return self.env.robot.body_quat_w[:, self.body_index]
+        robot = self.env.robot
+        return robot.cached(("motion_body_quat", id(self)), lambda: robot.body_quat_w[:, self.body_index])
 
     @property
     def robot_anchor_pos_w(self) -> torch.Tensor:
@@ -163,16 +176,43 @@ class MotionCommand(CommandTerm):
         quat = lm.quat_mul(dq, self.ref_body_quat_w)
         return pos, quat
 
-    def metrics(self) -> torch.Tensor:
+    def errors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reference minus robot, anchor first then the tracked bodies: positions (N, K+1, 3)
+        (the anchor against the clip, the bodies against the relative reference) and
+        orientation error angles (N, K+1); shared by rewards, terminations and metrics
+        (cached for this state and frame)."""
+        return self.env.robot.cached(("motion_errors", id(self), self._version), self._errors)
+
+    def _errors(self) -> tuple[torch.Tensor, torch.Tensor]:
         rel_pos, rel_quat = self.relative()
+        ref_pos = torch.cat((self.ref_anchor_pos_w.unsqueeze(1), rel_pos), dim=1)
+        ref_quat = torch.cat((self.ref_anchor_quat_w.unsqueeze(1), rel_quat), dim=1)
+        robot_pos = torch.cat((self.robot_anchor_pos_w.unsqueeze(1), self.robot_body_pos_w), dim=1)
+        robot_quat = torch.cat((self.robot_anchor_quat_w.unsqueeze(1), self.robot_body_quat_w), dim=1)
+        return ref_pos - robot_pos, lm.quat_error_magnitude(ref_quat, robot_quat)
+
+    def in_anchor_frame(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The reference anchor, then the robot's tracked bodies, in the robot anchor's frame:
+        positions (N, K+1, 3) and the first two rotation columns (N, K+1, 6) (what the
+        observations read; cached for this state and frame)."""
+        return self.env.robot.cached(("motion_anchor_frame", id(self), self._version), self._in_anchor_frame)
+
+    def _in_anchor_frame(self) -> tuple[torch.Tensor, torch.Tensor]:
+        anchor_pos, anchor_quat = self.robot_anchor_pos_w, self.robot_anchor_quat_w
+        pos = torch.cat((self.ref_anchor_pos_w.unsqueeze(1), self.robot_body_pos_w), dim=1)
+        quat = torch.cat((self.ref_anchor_quat_w.unsqueeze(1), self.robot_body_quat_w), dim=1)
+        anchor_q = anchor_quat.unsqueeze(1).expand(-1, pos.shape[1], -1)
+        pos_b = lm.quat_apply_inverse(anchor_q, pos - anchor_pos.unsqueeze(1))
+        ori_b = lm.matrix_first_two_columns(lm.quat_mul(lm.quat_conjugate(anchor_q), quat))
+        return pos_b, ori_b
+
+    def metrics(self) -> torch.Tensor:
+        pos, ang = self.errors()
         entropy, top = self.sampler.entropy_and_top()
-        return torch.stack((
-            torch.linalg.vector_norm(self.ref_anchor_pos_w - self.robot_anchor_pos_w, dim=-1).mean(),
-            lm.quat_error_magnitude(self.ref_anchor_quat_w, self.robot_anchor_quat_w).mean(),
-            torch.linalg.vector_norm(rel_pos - self.robot_body_pos_w, dim=-1).mean(),
-            lm.quat_error_magnitude(rel_quat, self.robot_body_quat_w).mean(),
-            (self.ref_joint_pos - self.env.robot.joint_pos).abs().mean(),
-            entropy, top))
+        dist = torch.linalg.vector_norm(pos, dim=-1)
+        return torch.cat((torch.stack((dist[:, 0].mean(), ang[:, 0].mean(), dist[:, 1:].mean(), ang[:, 1:].mean(),
+                                       (self.ref_joint_pos - self.env.robot.joint_pos).abs().mean())),
+                          entropy.reshape(1), top.reshape(1)))
 
 
 class MotionCommandCfg(CommandTermCfg):

@@ -61,4 +61,4 @@ class reset_from_motion:
         if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
             joints = joints + self._uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
         txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(joints, self.soft_lo, self.soft_hi)
-        txn.reset_qvel[:, robot.joint_qvel_index] = self.command.library.joint_vel[self.command.index]
+        txn.reset_qvel[:, robot.joint_qvel_index] = self.command.ref_joint_vel

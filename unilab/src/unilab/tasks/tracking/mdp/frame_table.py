@@ -1,9 +1,10 @@
 """A motion library's clips on the env device, flattened: one row per frame of every clip.
 
-A frame is addressed by a global index ``start[clip] + frame``; every per-frame tensor is
-indexed with it, so looking up the reference of all envs is one gather per quantity, with
-no per-env Python. Only what the task reads is kept: the joint state, the root (free-joint
-body) state and the states of the tracked bodies (the anchor among them).
+A frame is addressed by a global index ``start[clip] + frame``. Every per-frame quantity is
+also packed side by side into one row of ``packed`` (columns in ``columns``), so looking up
+the whole reference of all envs is one gather, with no per-env Python. Only what the task
+reads is kept: the joint state, the root (free-joint body) state and the states of the
+tracked bodies (the anchor among them).
 """
 
 from __future__ import annotations
@@ -49,6 +50,18 @@ class FrameTable:
         self.body_quat = cat(lambda c: c.body_quat_w[:, idx(c, tracked_bodies)])
         self.body_lin_vel = cat(lambda c: c.body_lin_vel_w[:, idx(c, tracked_bodies)])
         self.body_ang_vel = cat(lambda c: c.body_ang_vel_w[:, idx(c, tracked_bodies)])
+        parts = {"joint_pos": self.joint_pos, "joint_vel": self.joint_vel, "root_pos": self.root_pos,
+                 "root_quat": self.root_quat, "root_lin_vel": self.root_lin_vel, "root_ang_vel": self.root_ang_vel,
+                 "body_pos": self.body_pos, "body_quat": self.body_quat, "body_lin_vel": self.body_lin_vel,
+                 "body_ang_vel": self.body_ang_vel}
+        frames = self.joint_pos.shape[0]
+        self.packed = torch.cat([t.reshape(frames, -1) for t in parts.values()], dim=1).contiguous()
+        self.columns: dict[str, tuple[int, int]] = {}
+        start = 0
+        for name, t in parts.items():
+            width = t[0].numel()
+            self.columns[name] = (start, start + width)
+            start += width
 
     def index(self, clip: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
         return self.start[clip] + frame

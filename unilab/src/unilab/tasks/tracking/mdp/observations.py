@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from unilab import math as lm
 from unilab.tasks.tracking.mdp.commands import MotionCommand
 
 
@@ -20,8 +19,7 @@ class motion_anchor_pos_b(_MotionTerm):
     """The reference anchor's position in the robot anchor's frame (3)."""
 
     def __call__(self, env) -> torch.Tensor:
-        c = self.command
-        return lm.quat_apply_inverse(c.robot_anchor_quat_w, c.ref_anchor_pos_w - c.robot_anchor_pos_w)
+        return self.command.in_anchor_frame()[0][:, 0]
 
 
 class motion_anchor_ori_b(_MotionTerm):
@@ -29,27 +27,20 @@ class motion_anchor_ori_b(_MotionTerm):
     columns of its rotation matrix (6)."""
 
     def __call__(self, env) -> torch.Tensor:
-        c = self.command
-        return lm.matrix_first_two_columns(lm.quat_mul(lm.quat_conjugate(c.robot_anchor_quat_w), c.ref_anchor_quat_w))
+        return self.command.in_anchor_frame()[1][:, 0]
 
 
 class robot_body_pos_b(_MotionTerm):
     """The robot's tracked bodies in its anchor's frame (3 per body)."""
 
     def __call__(self, env) -> torch.Tensor:
-        c = self.command
-        k = c.body_index.shape[0]
-        anchor_q = c.robot_anchor_quat_w.unsqueeze(1).expand(-1, k, -1)
-        rel = lm.quat_apply_inverse(anchor_q, c.robot_body_pos_w - c.robot_anchor_pos_w.unsqueeze(1))
-        return rel.reshape(rel.shape[0], -1)
+        pos_b = self.command.in_anchor_frame()[0][:, 1:]
+        return pos_b.reshape(pos_b.shape[0], -1)
 
 
 class robot_body_ori_b(_MotionTerm):
     """The robot's tracked bodies' orientations in its anchor's frame (6 per body)."""
 
     def __call__(self, env) -> torch.Tensor:
-        c = self.command
-        k = c.body_index.shape[0]
-        anchor_q = c.robot_anchor_quat_w.unsqueeze(1).expand(-1, k, -1)
-        rel = lm.matrix_first_two_columns(lm.quat_mul(lm.quat_conjugate(anchor_q), c.robot_body_quat_w))
-        return rel.reshape(rel.shape[0], -1)
+        ori_b = self.command.in_anchor_frame()[1][:, 1:]
+        return ori_b.reshape(ori_b.shape[0], -1)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from unilab import math as lm
 from unilab.tasks.tracking.mdp.commands import MotionCommand
 from unilab.terms.rewards import joint_limit_violation, soft_joint_limits
 
@@ -43,15 +42,13 @@ class tracking_rewards:
 
     def __call__(self, env) -> torch.Tensor:
         c, robot, am = self.command, env.robot, env.action_manager
-        rel_pos, rel_quat = c.relative()
-        errors = torch.stack((
-            (c.ref_anchor_pos_w - c.robot_anchor_pos_w).square().sum(-1),
-            lm.quat_error_magnitude(c.ref_anchor_quat_w, c.robot_anchor_quat_w).square(),
-            (rel_pos - c.robot_body_pos_w).square().sum(-1).mean(-1),
-            lm.quat_error_magnitude(rel_quat, c.robot_body_quat_w).square().mean(-1),
-            (c.ref_body_lin_vel_w - robot.body_lin_vel_w[:, c.body_index]).square().sum(-1).mean(-1),
-            (c.ref_body_ang_vel_w - robot.body_ang_vel_w[:, c.body_index]).square().sum(-1).mean(-1),
-        ), dim=1)
+        pos, ang = c.errors()
+        pos_sq, ang_sq = pos.square().sum(-1), ang.square()
+        vel = torch.stack((robot.body_lin_vel_w[:, c.body_index], robot.body_ang_vel_w[:, c.body_index]), dim=1)
+        ref_vel = torch.stack((c.ref_body_lin_vel_w, c.ref_body_ang_vel_w), dim=1)
+        vel_sq = (ref_vel - vel).square().sum(-1).mean(-1)  # (N, 2): linear, angular
+        errors = torch.stack((pos_sq[:, 0], ang_sq[:, 0], pos_sq[:, 1:].mean(-1), ang_sq[:, 1:].mean(-1),
+                              vel_sq[:, 0], vel_sq[:, 1]), dim=1)
         contacts = (robot.contact(self.contact_sensor, "tracking_rewards").in_contact.float().sum(-1)
                     if self.contact_sensor is not None else self.zeros)
         return torch.cat((torch.exp(-errors * self.inv_var), torch.stack((

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import torch
 
-from unilab import math as lm
 from unilab.tasks.tracking.mdp.commands import MotionCommand
 
 
@@ -30,15 +29,17 @@ class tracking_terminations:
         unknown = [b for b in p["end_effectors"] if b not in tracked]
         if unknown:
             raise ValueError(f"end_effectors {unknown} are not tracked bodies; tracked: {tracked}")
-        self.ee = torch.tensor([tracked.index(b) for b in p["end_effectors"]], device=env.device)
+        self.ee_rows = torch.tensor([1 + tracked.index(b) for b in p["end_effectors"]], device=env.device)
         self.anchor_height, self.anchor_ori, self.ee_height = p["anchor_height"], p["anchor_ori"], \
             p["end_effector_height"]
 
     def __call__(self, env) -> torch.Tensor:
         c = self.command
-        rel_pos, _ = c.relative()
-        anchor_z = (c.ref_anchor_pos_w[:, 2] - c.robot_anchor_pos_w[:, 2]).abs() > self.anchor_height
-        tilt = (lm.projected_gravity(c.ref_anchor_quat_w)[:, 2]
-                - lm.projected_gravity(c.robot_anchor_quat_w)[:, 2]).abs() > self.anchor_ori
-        ee = ((rel_pos[:, self.ee, 2] - c.robot_body_pos_w[:, self.ee, 2]).abs() > self.ee_height).any(dim=1)
+        pos, _ = c.errors()  # row 0 the anchor, rows 1.. the tracked bodies
+        anchor_z = pos[:, 0, 2].abs() > self.anchor_height
+        # Gravity's z in a frame of unit quaternion (w, x, y, z) is 2 (x^2 + y^2) - 1: compare
+        # x^2 + y^2 against half the limit instead of rotating the gravity vector twice.
+        tilt = (c.ref_anchor_quat_w[:, 1:3].square().sum(-1)
+                - c.robot_anchor_quat_w[:, 1:3].square().sum(-1)).abs() > 0.5 * self.anchor_ori
+        ee = (pos[:, self.ee_rows, 2].abs() > self.ee_height).any(dim=1)
         return torch.stack((anchor_z, tilt, ee, c.at_clip_end()), dim=1)
