@@ -116,16 +116,11 @@ class TrackingReference:
         self.sampler = StartSampler([c.num_frames for c in library.clips], library.weights.tolist(),
                                     max(1, round(mc.bin_s / self.step_dt)), mc.sampling, mc.adaptive_uniform_ratio,
                                     mc.adaptive_alpha, mc.adaptive_kernel_size, mc.adaptive_lambda, dev)
-        f = table.joint_pos.shape[0]
-        parts = [table.joint_pos, table.joint_vel, table.root_pos, table.root_quat, table.root_lin_vel,
-                 table.root_ang_vel, table.body_pos.reshape(f, -1), table.body_quat.reshape(f, -1),
-                 table.body_lin_vel.reshape(f, -1), table.body_ang_vel.reshape(f, -1)]
-        self.table = torch.cat(parts, dim=1).contiguous()
-        o = [0]
-        for p in parts:
-            o.append(o[-1] + p.shape[1])
-        self._cols = dict(zip(("jp", "jv", "rp", "rq", "rl", "ra", "bp", "bq", "bl", "bv"),
-                              zip(o[:-1], o[1:]), strict=True))
+        self.table = table.packed
+        names = ("joint_pos", "joint_vel", "root_pos", "root_quat", "root_lin_vel", "root_ang_vel",
+                 "body_pos", "body_quat", "body_lin_vel", "body_ang_vel")
+        self._cols = {short: table.columns[name] for short, name in
+                      zip(("jp", "jv", "rp", "rq", "rl", "ra", "bp", "bq", "bl", "bv"), names, strict=True)}
         self.clip_length, self.clip_start = table.length, table.start
         # Robot bodies gathered per step: the anchor first, then the tracked bodies.
         self.body_gather = torch.tensor([body_index[self.anchor], *body_index], device=dev)
