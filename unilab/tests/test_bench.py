@@ -74,3 +74,40 @@ def test_only_the_sync_warning_counts_as_a_sync_not_the_modes_prototype_notice()
     assert bench.is_sync_warning("called a synchronizing CUDA operation")
     assert not bench.is_sync_warning("Synchronization debug mode is a prototype feature and does not yet detect "
                                      "all synchronizing operations")
+
+
+def test_gap_rows_time_raw_physics_plus_the_state_write_and_plus_the_envs_op_count(tmp_path):
+    out = tmp_path / "gap.json"
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--backend", "mujoco", "--num-envs", "2", "--steps", "2", "--warmup", "1", "--samples", "3",
+                    "--unfused-task", "", "--gap-rows", "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    record = json.loads(out.read_text())
+    assert {"raw_with_state_write", "raw_with_torch_ops"} <= set(record["env_steps_per_s"])
+    assert {"raw_with_state_write", "raw_with_torch_ops"} <= set(record["ratio_to_raw_median"])
+    assert record["gap_rows_torch_ops_per_step"] == round(record["dispatch_per_env_step"]["kernel_ops_per_step"])
+
+
+def test_a_gap_row_steps_physics_then_puts_the_envs_state_back():
+    from unilab.registry import make_manager_based_rl_env
+    from unilab_bench import gap_rows
+
+    def run_steps(device, n, fn) -> float:
+        for k in range(n):
+            fn(k)
+        return 1.0
+
+    env = make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=2, seed=0)
+    try:
+        env.step(torch.zeros(2, env.action_dim))
+        qpos = env.backend.views().qpos.clone()
+        for row in (lambda: gap_rows.raw_with_torch_ops(env, 3, run_steps, 4),
+                    lambda: gap_rows.raw_with_state_write(env, 3, run_steps)):
+            before = env.backend.diagnostics()["physics_steps"]
+            row()
+            assert env.backend.diagnostics()["physics_steps"] - before == 3 * env.decimation
+            assert torch.equal(env.backend.views().qpos, qpos)
+    finally:
+        env.close()

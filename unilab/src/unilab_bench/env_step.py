@@ -20,6 +20,10 @@ managers) on its own backend of the same scene and ``num_envs``, and times it st
 every round next to raw physics and the env (zero policy for both), with its own kernel-op,
 host-sync and Python-call counts; the record adds ``reference`` and the ratios
 ``env_to_reference_ratio`` and ``reference_to_raw_ratio`` (of medians).
+
+``--gap-rows`` adds two raw rows that split the env's gap to raw physics
+(``unilab_bench.gap_rows``): raw plus the env's per-step state write, and raw plus as many small
+torch ops as the env dispatches per step.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from unilab.config import parse_overrides
 from unilab.registry import make_manager_based_rl_env
 from unisim import DataPlane
 from unisim.host_sync import HostSyncProbe
+
+from unilab_bench import gap_rows
 
 
 def _sync(device: torch.device) -> None:
@@ -247,10 +253,16 @@ def run(args: argparse.Namespace) -> dict:
         for _ in range(args.warmup):
             ref.step(zeros)
 
-    rates: dict[str, list[float]] = {k: [] for k in ["raw", *envs, *(["reference"] if ref is not None else [])]}
+    gap_ops = _dispatch_profile(env, zeros)["kernel_ops_per_step"] if args.gap_rows else 0
+    gap = ["raw_with_state_write", "raw_with_torch_ops"] if args.gap_rows else []
+    rates: dict[str, list[float]] = {k: [] for k in ["raw", *gap, *envs, *(["reference"] if ref is not None else [])]}
     paired: dict[str, list[float]] = {k: [] for k in envs}
     for _ in range(args.samples):
         rates["raw"].append(n * steps / _raw_sample(env, steps))
+        if args.gap_rows:
+            rates["raw_with_state_write"].append(n * steps / gap_rows.raw_with_state_write(env, steps, _time_steps))
+            rates["raw_with_torch_ops"].append(
+                n * steps / gap_rows.raw_with_torch_ops(env, steps, _time_steps, round(gap_ops)))
         for name, e in envs.items():
             policy = policies[name]
             rates[name].append(n * steps / _time_steps(device, steps, lambda k, e=e, p=policy: e.step(p(k))))
@@ -300,7 +312,7 @@ def run(args: argparse.Namespace) -> dict:
 
     summary = {name: _stats(v) for name, v in rates.items()}
     raw_median = summary["raw"]["median"]
-    ratios = {name: summary[name]["median"] / raw_median for name in [*envs, *(["reference"] if ref else [])]}
+    ratios = {name: summary[name]["median"] / raw_median for name in [*gap, *envs, *(["reference"] if ref else [])]}
     if "env_unfused" in summary:
         ratios["fused_vs_unfused"] = summary["env_zero"]["median"] / summary["env_unfused"]["median"]
     record = {
@@ -309,6 +321,7 @@ def run(args: argparse.Namespace) -> dict:
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
         "comparison_task": args.unfused_task or None, "overrides": list(args.override),
         "comparison_overrides": list(args.compare_override),
+        "gap_rows_torch_ops_per_step": round(gap_ops) if args.gap_rows else None,
         "steps_per_sample": steps, "samples": args.samples, "warmup": args.warmup,
         "torch_threads": torch.get_num_threads(),
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
@@ -384,6 +397,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--compare-override", action="append", default=[], metavar="KEY=VALUE",
                    help="applied after --override to the comparison owner only (e.g. the same task "
                         "without its contact sensors, to time what sensing costs)")
+    p.add_argument("--gap-rows", action="store_true",
+                   help="also time raw physics plus the env's per-step state write, and plus as many small "
+                        "torch ops as the env dispatches (unilab_bench.gap_rows)")
     p.add_argument("--out", default=None, help="write the JSON record here")
     args = p.parse_args(argv)
     if args.samples < 3:

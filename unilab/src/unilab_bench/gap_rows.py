@@ -1,0 +1,53 @@
+"""Raw physics plus one of the env's extras per step, to split the env's gap to raw physics.
+
+- ``raw_with_state_write``: each step also calls ``set_state_where`` with no row selected and
+  the current state. The env's reset commit makes this call every step, resets or not, so the
+  backend republishes its views for every world.
+- ``raw_with_torch_ops``: each step also issues ``k`` small elementwise torch ops on the
+  backend's device, in the stream the physics runs in (``k``: the env's kernel ops per step).
+
+Both run from the env's current states and put them back, like the raw row, and are timed
+streamed by the caller's ``time_steps(device, steps, fn)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+TimeSteps = Callable[[torch.device, int, Callable[[int], object]], float]
+
+
+def _restoring(env, run: Callable[[], float]) -> float:
+    views = env.backend.views()
+    qpos, qvel = views.qpos.clone(), views.qvel.clone()
+    try:
+        return run()
+    finally:
+        env.backend.set_state(torch.arange(env.num_envs, device=env.device), qpos, qvel)
+        env.robot.invalidate()
+
+
+def raw_with_state_write(env, steps: int, time_steps: TimeSteps) -> float:
+    backend, ctrl = env.backend, env.action_manager.ctrl.clone()
+    none = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+
+    def step(_: int) -> None:
+        backend.step(ctrl, env.decimation)
+        views = backend.views()
+        backend.set_state_where(none, views.qpos, views.qvel)
+
+    return _restoring(env, lambda: time_steps(env.device, steps, step))
+
+
+def raw_with_torch_ops(env, steps: int, time_steps: TimeSteps, ops: int) -> float:
+    backend, ctrl = env.backend, env.action_manager.ctrl.clone()
+    x = torch.zeros(env.num_envs, 8, device=env.device)
+
+    def step(_: int) -> None:
+        backend.step(ctrl, env.decimation)
+        for _ in range(ops):
+            x.add_(1.0)  # one kernel each, about the size of a manager term's
+
+    return _restoring(env, lambda: time_steps(env.device, steps, step))
