@@ -111,3 +111,24 @@ def test_a_gap_row_steps_physics_then_puts_the_envs_state_back():
             assert torch.equal(env.backend.views().qpos, qpos)
     finally:
         env.close()
+
+
+def test_solver_iterations_compare_env_and_raw_steps_where_the_backend_reports_them():
+    pytest.importorskip("mujoco_warp")
+    from unilab.registry import make_manager_based_rl_env
+    from unilab_bench import gap_rows
+
+    mujoco_env = make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=2, seed=0)
+    try:
+        assert gap_rows.solver_iterations(mujoco_env, torch.zeros(2, mujoco_env.action_dim), 2) is None
+    finally:
+        mujoco_env.close()
+    env = make_manager_based_rl_env("g1_walk_flat", backend="mjwarp", num_envs=2, device="cpu", seed=0)
+    try:
+        env.step(torch.zeros(2, env.action_dim))
+        out = gap_rows.solver_iterations(env, torch.zeros(2, env.action_dim), 3)
+        assert set(out) == {"env", "raw"}
+        for side in out.values():
+            assert 1.0 <= side["mean_over_worlds"] <= side["max_over_worlds"]  # a standing G1 has contacts to solve
+    finally:
+        env.close()

@@ -322,6 +322,7 @@ def run(args: argparse.Namespace) -> dict:
         "comparison_task": args.unfused_task or None, "overrides": list(args.override),
         "comparison_overrides": list(args.compare_override),
         "gap_rows_torch_ops_per_step": round(gap_ops) if args.gap_rows else None,
+        "gap_rows_solver_iterations": gap_rows.solver_iterations(env, zeros, steps) if args.gap_rows else None,
         "steps_per_sample": steps, "samples": args.samples, "warmup": args.warmup,
         "torch_threads": torch.get_num_threads(),
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,

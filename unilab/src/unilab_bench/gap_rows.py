@@ -7,7 +7,9 @@
   backend's device, in the stream the physics runs in (``k``: the env's kernel ops per step).
 
 Both run from the env's current states and put them back, like the raw row, and are timed
-streamed by the caller's ``time_steps(device, steps, fn)``.
+streamed by the caller's ``time_steps(device, steps, fn)``. ``solver_iterations`` compares, untimed,
+the constraint solver's iterations after each env step and after each raw step from the same
+states, where the backend reports them (``diagnostics()['solver_niter_mean'|'solver_niter_max']``).
 """
 
 from __future__ import annotations
@@ -51,3 +53,25 @@ def raw_with_torch_ops(env, steps: int, time_steps: TimeSteps, ops: int) -> floa
             x.add_(1.0)  # one kernel each, about the size of a manager term's
 
     return _restoring(env, lambda: time_steps(env.device, steps, step))
+
+
+def solver_iterations(env, action: torch.Tensor, steps: int) -> dict[str, dict[str, float]] | None:
+    """Per step (last substep), over ``steps`` env steps and then ``steps`` raw steps from the
+    states they reached: the mean over worlds and the max over worlds, each averaged over steps."""
+    if "solver_niter_mean" not in env.backend.diagnostics():
+        return None
+    out = {}
+
+    def collect(name: str, step: Callable[[], object]) -> None:
+        means, maxes = [], []
+        for _ in range(steps):
+            step()
+            diag = env.backend.diagnostics()  # a host read: this pass is not timed
+            means.append(diag["solver_niter_mean"])
+            maxes.append(diag["solver_niter_max"])
+        out[name] = {"mean_over_worlds": sum(means) / steps, "max_over_worlds": sum(maxes) / steps}
+
+    collect("env", lambda: env.step(action))
+    ctrl = env.action_manager.ctrl.clone()
+    _restoring(env, lambda: collect("raw", lambda: env.backend.step(ctrl, env.decimation)) or 0.0)
+    return out

@@ -266,6 +266,10 @@ class MjWarpBackend(SimBackend):
             "njmax": int(self._d.njmax),
             "nacon": int(self._d.nacon.numpy()[0]),
             "max_nefc": int(self._d.nefc.numpy().max()),
+            # The last substep's constraint-solver iterations over the worlds. On CUDA the solver
+            # loops until every world has converged, so the slowest world sets the cost.
+            "solver_niter_mean": float(self._d.solver_niter.numpy().mean()),
+            "solver_niter_max": int(self._d.solver_niter.numpy().max()),
             "overflow_worlds": int((overflow != 0).sum().item()),
             "overflow_kinds": [t.name for t in mjw.OverflowType if t.value and t.name != "ALL"
                                and bits & t.value == t.value],
