@@ -21,14 +21,13 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from unilab_rl.atomic_file import write_atomically
 from unilab_rl.contract import ENV_RUNNER_CONTRACT_VERSION
 
 CHECKPOINT_FORMAT = "unilab_rl.checkpoint"
@@ -130,16 +129,7 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     if non_finite:
         raise NonFiniteState(f"not writing {path}: {_listed(non_finite)} hold NaN or inf values", non_finite)
     document[INTEGRITY_KEY] = {"algorithm": "sha256", "digests": digests}
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            torch.save(document, stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    write_atomically(path, lambda stream: torch.save(document, stream))
 
 
 def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dict[str, Any]:

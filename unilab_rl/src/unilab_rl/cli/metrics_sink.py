@@ -10,10 +10,11 @@ so a run killed by a time limit still leaves a valid curve of everything it reac
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from unilab_rl.atomic_file import write_atomically
 
 # The runner's headline numbers, under short names in the curve.
 CURVE_KEYS = {
@@ -111,7 +112,5 @@ class TrainingSink:
 
 
 def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(json.dumps(document, indent=1))
-    os.replace(temp, path)
+    data = json.dumps(document, indent=1).encode()
+    write_atomically(path, lambda stream: stream.write(data))

@@ -41,6 +41,7 @@ from unilab.assets.motion.io import (
     clip_from_arrays,
     read_npz,
     validate_arrays,
+    write_atomically,
 )
 
 DEFAULT_CSV_FPS = 30.0
@@ -302,10 +303,7 @@ def export_csv(clip: MotionClip, path: str | os.PathLike) -> Path:
     a = clip_arrays(clip)
     root_pos, root_quat = a["body_pos_w"][:, 0], a["body_quat_w"][:, 0]
     data = np.concatenate([root_pos, root_quat[:, [1, 2, 3, 0]], a["joint_pos"]], axis=1)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    np.savetxt(tmp, data, delimiter=",", fmt="%.9g")
-    os.replace(tmp, path)
+    write_atomically(path, lambda f: np.savetxt(f, data, delimiter=",", fmt="%.9g"))
     return path
 
 

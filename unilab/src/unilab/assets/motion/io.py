@@ -98,21 +98,28 @@ def save_clip(clip: MotionClip, path: str | os.PathLike) -> Path:
         raise MotionDataError(f"{path}: a clip file must end in .npz")
     arrays = {f: getattr(clip, f).detach().cpu().numpy().astype(np.float32) for f in ARRAY_FIELDS}
     validate_arrays(arrays, clip.joint_names, clip.body_names, f"clip {clip.name!r}")
+    write_atomically(path, lambda f: np.savez(
+        f, format_version=np.int64(CLIP_FORMAT_VERSION), name=np.str_(clip.name), fps=np.float64(clip.fps),
+        joint_names=np.array(clip.joint_names, dtype=np.str_), body_names=np.array(clip.body_names, dtype=np.str_),
+        **arrays))
+    return path
+
+
+def write_atomically(path: Path, write) -> None:
+    """``write(binary_file)`` into a unique sibling of ``path`` (same filesystem, so the rename
+    is atomic; created with the umask's mode), flushed and fsynced, then renamed over ``path``:
+    a crash leaves the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    # A unique sibling (same filesystem, so the rename is atomic), created with the umask's mode.
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "xb") as f:
-            np.savez(f, format_version=np.int64(CLIP_FORMAT_VERSION), name=np.str_(clip.name),
-                     fps=np.float64(clip.fps), joint_names=np.array(clip.joint_names, dtype=np.str_),
-                     body_names=np.array(clip.body_names, dtype=np.str_), **arrays)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
-    return path
 
 
 def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
