@@ -43,6 +43,8 @@ class MotionCommand(CommandTerm):
         self.body_index = torch.tensor([robot.body_index(b, owner) for b in cfg.body_names], device=dev)
         self.anchor = list(cfg.body_names).index(cfg.anchor_body)
         self.anchor_body = robot.body_index(cfg.anchor_body, owner)
+        # The robot's anchor, then its tracked bodies: one gather per body view and state.
+        self._robot_rows = torch.cat((torch.tensor([self.anchor_body], device=dev), self.body_index))
         root_name = robot.inventory.bodies[robot.root_body].name
         from unilab.assets.motion import load_library  # leaf I/O: clip files, pinned clips fetched once
 
@@ -55,9 +57,9 @@ class MotionCommand(CommandTerm):
                                     cfg.adaptive_alpha, cfg.adaptive_kernel_size, cfg.adaptive_lambda, dev)
         self.clip = torch.zeros(n, dtype=torch.int64, device=dev)
         self.frame = torch.zeros(n, dtype=torch.int64, device=dev)
-        self._k = len(cfg.body_names)
+        # Bumps when frames change: what depends on the reference is cached per state and version.
         self._version = 0
-        self._set_frames(self.clip, self.frame)  # bumps when frames change: the relative reference is cached per state and version
+        self._set_frames(self.clip, self.frame)
         self.assigned: torch.Tensor | None = None
 
     def assign(self, clips: torch.Tensor | None) -> None:
@@ -82,7 +84,7 @@ class MotionCommand(CommandTerm):
         return self.ref[:, cols[first][0]:cols[last or first][1]]
 
     def _bodies(self, name: str, width: int) -> torch.Tensor:
-        return self._columns(name).view(-1, self._k, width)
+        return self._columns(name).view(-1, self.body_index.shape[0], width)
 
     def at_clip_end(self) -> torch.Tensor:
         return self.frame >= self.library.length[self.clip] - 1
@@ -133,6 +135,11 @@ class MotionCommand(CommandTerm):
         return self._bodies("body_ang_vel", 3)
 
     @property
+    def ref_body_twist_w(self) -> torch.Tensor:
+        """Linear then angular velocities of the tracked bodies, (N, 2, K, 3) (adjacent columns)."""
+        return self._columns("body_lin_vel", "body_ang_vel").view(-1, 2, self.body_index.shape[0], 3)
+
+    @property
     def ref_anchor_pos_w(self) -> torch.Tensor:
         return self.ref_body_pos_w[:, self.anchor]
 
@@ -141,15 +148,20 @@ class MotionCommand(CommandTerm):
         return self.ref_body_quat_w[:, self.anchor]
 
     # ---- the robot -----------------------------------------------------------------------
+    def robot_poses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The robot's anchor, then its tracked bodies: positions (N, K+1, 3) and orientations
+        (N, K+1, 4) (cached for this state)."""
+        robot = self.env.robot
+        return robot.cached(("motion_robot_poses", id(self)), lambda: (
+            robot.body_pos_w.index_select(1, self._robot_rows), robot.body_quat_w.index_select(1, self._robot_rows)))
+
     @property
     def robot_body_pos_w(self) -> torch.Tensor:
-        robot = self.env.robot
-        return robot.cached(("motion_body_pos", id(self)), lambda: robot.body_pos_w[:, self.body_index])
+        return self.robot_poses()[0][:, 1:]
 
     @property
     def robot_body_quat_w(self) -> torch.Tensor:
-        robot = self.env.robot
-        return robot.cached(("motion_body_quat", id(self)), lambda: robot.body_quat_w[:, self.body_index])
+        return self.robot_poses()[1][:, 1:]
 
     @property
     def robot_anchor_pos_w(self) -> torch.Tensor:
@@ -163,18 +175,24 @@ class MotionCommand(CommandTerm):
     def relative(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Tracked bodies' reference poses (N, K, 3), (N, K, 4), shifted and turned onto
         the robot anchor (cached for this state and frame)."""
-        return self.env.robot.cached(("motion_relative", id(self), self._version), self._relative)
+        pos, quat = self._reference_poses()
+        return pos[:, 1:], quat[:, 1:]
 
-    def _relative(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def _reference_poses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The clip's anchor (global), then the relative reference of the tracked bodies:
+        (N, K+1, 3), (N, K+1, 4), row for row against ``robot_poses``."""
+        return self.env.robot.cached(("motion_reference", id(self), self._version), self._reference)
+
+    def _reference(self) -> tuple[torch.Tensor, torch.Tensor]:
         ref_anchor_pos, ref_anchor_quat = self.ref_anchor_pos_w, self.ref_anchor_quat_w
         robot_anchor_pos = self.robot_anchor_pos_w
         delta_pos = torch.cat((robot_anchor_pos[:, :2], ref_anchor_pos[:, 2:]), dim=1)
         delta_quat = lm.yaw_quat(lm.quat_mul(self.robot_anchor_quat_w, lm.quat_conjugate(ref_anchor_quat)))
-        k = self.body_index.shape[0]
-        dq = delta_quat.unsqueeze(1).expand(-1, k, -1)
+        dq = delta_quat.unsqueeze(1).expand(-1, self.body_index.shape[0], -1)
         pos = delta_pos.unsqueeze(1) + lm.quat_apply(dq, self.ref_body_pos_w - ref_anchor_pos.unsqueeze(1))
         quat = lm.quat_mul(dq, self.ref_body_quat_w)
-        return pos, quat
+        return (torch.cat((ref_anchor_pos.unsqueeze(1), pos), dim=1),
+                torch.cat((ref_anchor_quat.unsqueeze(1), quat), dim=1))
 
     def errors(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Reference minus robot, anchor first then the tracked bodies: positions (N, K+1, 3)
@@ -184,11 +202,7 @@ class MotionCommand(CommandTerm):
         return self.env.robot.cached(("motion_errors", id(self), self._version), self._errors)
 
     def _errors(self) -> tuple[torch.Tensor, torch.Tensor]:
-        rel_pos, rel_quat = self.relative()
-        ref_pos = torch.cat((self.ref_anchor_pos_w.unsqueeze(1), rel_pos), dim=1)
-        ref_quat = torch.cat((self.ref_anchor_quat_w.unsqueeze(1), rel_quat), dim=1)
-        robot_pos = torch.cat((self.robot_anchor_pos_w.unsqueeze(1), self.robot_body_pos_w), dim=1)
-        robot_quat = torch.cat((self.robot_anchor_quat_w.unsqueeze(1), self.robot_body_quat_w), dim=1)
+        (ref_pos, ref_quat), (robot_pos, robot_quat) = self._reference_poses(), self.robot_poses()
         return ref_pos - robot_pos, lm.quat_error_magnitude(ref_quat, robot_quat)
 
     def in_anchor_frame(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -199,8 +213,9 @@ class MotionCommand(CommandTerm):
 
     def _in_anchor_frame(self) -> tuple[torch.Tensor, torch.Tensor]:
         anchor_pos, anchor_quat = self.robot_anchor_pos_w, self.robot_anchor_quat_w
-        pos = torch.cat((self.ref_anchor_pos_w.unsqueeze(1), self.robot_body_pos_w), dim=1)
-        quat = torch.cat((self.ref_anchor_quat_w.unsqueeze(1), self.robot_body_quat_w), dim=1)
+        robot_pos, robot_quat = self.robot_poses()
+        pos = torch.cat((self.ref_anchor_pos_w.unsqueeze(1), robot_pos[:, 1:]), dim=1)
+        quat = torch.cat((self.ref_anchor_quat_w.unsqueeze(1), robot_quat[:, 1:]), dim=1)
         anchor_q = anchor_quat.unsqueeze(1).expand(-1, pos.shape[1], -1)
         pos_b = lm.quat_apply_inverse(anchor_q, pos - anchor_pos.unsqueeze(1))
         ori_b = lm.matrix_first_two_columns(lm.quat_mul(lm.quat_conjugate(anchor_q), quat))

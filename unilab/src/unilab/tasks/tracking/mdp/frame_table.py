@@ -50,6 +50,8 @@ class FrameTable:
         self.body_quat = cat(lambda c: c.body_quat_w[:, idx(c, tracked_bodies)])
         self.body_lin_vel = cat(lambda c: c.body_lin_vel_w[:, idx(c, tracked_bodies)])
         self.body_ang_vel = cat(lambda c: c.body_ang_vel_w[:, idx(c, tracked_bodies)])
+        # Order matters to readers: joint_pos/joint_vel (the command) and body_lin_vel/body_ang_vel
+        # (a twist) are adjacent, so each pair is one view of the packed row.
         parts = {"joint_pos": self.joint_pos, "joint_vel": self.joint_vel, "root_pos": self.root_pos,
                  "root_quat": self.root_quat, "root_lin_vel": self.root_lin_vel, "root_ang_vel": self.root_ang_vel,
                  "body_pos": self.body_pos, "body_quat": self.body_quat, "body_lin_vel": self.body_lin_vel,
