@@ -15,13 +15,16 @@ states, where the backend reports them (``diagnostics()['solver_niter_mean'|'sol
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 TimeSteps = Callable[[torch.device, int, Callable[[int], object]], float]
 
 
-def _restoring(env, run: Callable[[], float]) -> float:
+def _restoring(env, run: Callable[[], T]) -> T:
     views = env.backend.views()
     qpos, qvel = views.qpos.clone(), views.qvel.clone()
     try:
@@ -73,5 +76,5 @@ def solver_iterations(env, action: torch.Tensor, steps: int) -> dict[str, dict[s
 
     collect("env", lambda: env.step(action))
     ctrl = env.action_manager.ctrl.clone()
-    _restoring(env, lambda: collect("raw", lambda: env.backend.step(ctrl, env.decimation)) or 0.0)
+    _restoring(env, lambda: collect("raw", lambda: env.backend.step(ctrl, env.decimation)))
     return out
