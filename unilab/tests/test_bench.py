@@ -18,12 +18,12 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     finally:
         torch.set_num_threads(threads)
     record = json.loads(out.read_text())
-    assert set(record["env_steps_per_s"]) == {"raw", "env_zero", "env_random", "env_unfused"}
+    assert set(record["env_steps_per_s"]) == {"raw", "env_zero", "env_random", "env_compare"}
     assert all(set(v) == {"min", "median", "max"} for v in record["env_steps_per_s"].values())
     for phase in ("backend_step_ms", "update_state_ms", "reset_done_ms", "manager_overhead_ms"):
         assert record["phases_ms_per_step"][phase] >= 0
     assert record["python_calls_per_env_step"] > 0
-    assert record["fusion"]["reward_kernel_ops_fused"] < record["fusion"]["reward_kernel_ops_unfused"]
+    assert record["vs_compare"]["reward_kernel_ops_env"] < record["vs_compare"]["reward_kernel_ops_compare"]
     dispatch = record["dispatch_per_env_step"]
     assert dispatch["host_syncs_per_step"] == 0 and dispatch["backend_calls_left_out"] == 1.0
     assert 0 < dispatch["kernel_ops_per_step"] < dispatch["aten_ops_per_step"]
@@ -54,7 +54,7 @@ def test_a_comparison_override_reaches_only_the_comparison_env(tmp_path, monkeyp
 
 def test_a_comparison_override_without_a_comparison_owner_is_refused():
     with pytest.raises(SystemExit, match="--compare-override"):
-        bench.main(["--backend", "mujoco", "--num-envs", "2", "--unfused-task", "", "--compare-override", "x=1"])
+        bench.main(["--backend", "mujoco", "--num-envs", "2", "--compare-task", "", "--compare-override", "x=1"])
 
 
 def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():
@@ -81,7 +81,7 @@ def test_gap_rows_time_raw_physics_plus_the_state_write_and_plus_the_envs_op_cou
     threads = torch.get_num_threads()
     try:
         bench.main(["--backend", "mujoco", "--num-envs", "2", "--steps", "2", "--warmup", "1", "--samples", "3",
-                    "--unfused-task", "", "--gap-rows", "--out", str(out)])
+                    "--compare-task", "", "--gap-rows", "--out", str(out)])
     finally:
         torch.set_num_threads(threads)
     record = json.loads(out.read_text())

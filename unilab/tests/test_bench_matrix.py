@@ -238,3 +238,18 @@ def test_the_tracking_env_process_also_times_its_reference_loop_where_the_tree_h
     m = matrix.case_metrics(env, None)
     assert m["reference_steps_per_s_streamed"] == 950.0 and m["reference_kernel_ops_per_step"] == 301.0
     assert m["env_to_reference_ratio_streamed"] == pytest.approx(0.947, abs=1e-3)
+
+
+def test_the_probe_finds_each_trees_name_for_the_comparison_flag(tmp_path):
+    head = matrix.Tree("head", Path(__file__).resolve().parents[2], "HEAD").probe()
+    assert head["compare_flag"] == "--compare-task"
+    old = tmp_path / "old"
+    bench = old / "unilab" / "src" / "unilab_bench"
+    bench.mkdir(parents=True)
+    (bench / "__init__.py").write_text("")
+    (bench / "env_step.py").write_text('p.add_argument("--unfused-task", default="g1_walk_flat_unfused")\n')
+    assert matrix.Tree("base", old, "OLD").probe()["compare_flag"] == "--unfused-task"
+    walk = matrix.Case("fastsac", "g1_walk_flat", "mujoco")
+    settings = matrix.Settings("cpu", 2, 1, 2, 1, 0.1, 1, 60.0)
+    cmd = matrix.env_command(walk, settings, tmp_path / "a.json", compare_flag="--unfused-task")
+    assert cmd[cmd.index("--unfused-task") + 1] == ""

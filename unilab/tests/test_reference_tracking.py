@@ -124,7 +124,7 @@ def test_env_bench_times_the_reference(clip_file, tmp_path):
     from unilab_bench import env_step
 
     out = tmp_path / "bench.json"
-    record = env_step.main(["--task", "g1_motion_tracking", "--unfused-task", "", "--reference", "tracking",
+    record = env_step.main(["--task", "g1_motion_tracking", "--compare-task", "", "--reference", "tracking",
                             "--num-envs", "2", "--steps", "2", "--warmup", "1", "--samples", "3",
                             "--override", f"commands.motion.clips=[\"{clip_file}\"]", "--out", str(out)])
     assert set(record["env_steps_per_s"]) == {"raw", "env_zero", "env_random", "reference"}

@@ -7,7 +7,8 @@ Method (docs/perf/README.md): one process, one backend; warm up first (compiles,
 capture); then ``--samples`` interleaved rounds, each timing ``--steps`` steps of: raw
 physics (``backend.step`` alone with the env's last ctrl, from the env's current states,
 which are restored afterwards), the env with a zero policy, the env with a random policy,
-and the same owner with unfused reward terms. The device is synchronized before every
+and the ``--compare-task`` owner (by default the same task with unfused reward terms;
+``--compare-override`` edits it alone). The device is synchronized before every
 clock read. A separate profiled pass gives the per-phase split (CUDA events on GPU) and
 a cProfile pass counts Python function calls per env step. Action validation is off, as
 a proven runner would run it, so on a backend declaring DEVICE_MASKED_RESET the step path
@@ -223,10 +224,10 @@ def run(args: argparse.Namespace) -> dict:
                                                          overrides=overrides + list(more), backend_options=options)
     env = mk(args.task)
     envs = {"env_zero": env, "env_random": env}
-    if args.unfused_task:
-        envs["env_unfused"] = mk(args.unfused_task, args.compare_override)
+    if args.compare_task:
+        envs["env_compare"] = mk(args.compare_task, args.compare_override)
     elif args.compare_override:
-        raise SystemExit("--compare-override: applies to --unfused-task, which is empty")
+        raise SystemExit("--compare-override: applies to --compare-task, which is empty")
     n, device, steps = env.num_envs, env.device, args.steps
     ref = None
     if args.reference == "tracking":
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace) -> dict:
     gen = torch.Generator(device=device).manual_seed(1)
     pool = [torch.rand(n, env.action_dim, generator=gen, device=device) * 2 - 1 for _ in range(8)]
     policies = {"env_zero": lambda k: zeros, "env_random": lambda k: pool[k % len(pool)],
-                "env_unfused": lambda k: zeros}
+                "env_compare": lambda k: zeros}
 
     for e in set(envs.values()):  # warm-up: compiles, graph capture, caches
         for k in range(args.warmup):
@@ -300,26 +301,26 @@ def run(args: argparse.Namespace) -> dict:
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
     syncs, sync_sites, sync_steps = _host_syncs_per_step(env, zeros)
     dispatch = _dispatch_profile(env, zeros)
-    fusion = {}
-    for name, e in (("fused", env), ("unfused", envs.get("env_unfused"))):
+    vs_compare = {}
+    for name, e in (("env", env), ("compare", envs.get("env_compare"))):
         if e is None:
             continue
         profile = dispatch if e is env else _dispatch_profile(e, zeros)
-        fusion[f"kernel_ops_per_step_{name}"] = profile["kernel_ops_per_step"]
-        fusion[f"reward_kernel_ops_{name}"] = _reward_kernel_ops(e)
-        fusion[f"reward_compute_ms_{name}"] = min(_reward_ms(e) for _ in range(3))
+        vs_compare[f"kernel_ops_per_step_{name}"] = profile["kernel_ops_per_step"]
+        vs_compare[f"reward_kernel_ops_{name}"] = _reward_kernel_ops(e)
+        vs_compare[f"reward_compute_ms_{name}"] = min(_reward_ms(e) for _ in range(3))
         e.flush_metrics()
 
     summary = {name: _stats(v) for name, v in rates.items()}
     raw_median = summary["raw"]["median"]
     ratios = {name: summary[name]["median"] / raw_median for name in [*gap, *envs, *(["reference"] if ref else [])]}
-    if "env_unfused" in summary:
-        ratios["fused_vs_unfused"] = summary["env_zero"]["median"] / summary["env_unfused"]["median"]
+    if "env_compare" in summary:
+        ratios["env_vs_compare"] = summary["env_zero"]["median"] / summary["env_compare"]["median"]
     record = {
         "benchmark": "unilab_bench.env_step", "task": args.task, "backend": args.backend, "num_envs": n,
         "device": str(device), "data_plane": env.backend.capabilities.data_plane.value,
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "comparison_task": args.unfused_task or None, "overrides": list(args.override),
+        "comparison_task": args.compare_task or None, "overrides": list(args.override),
         "comparison_overrides": list(args.compare_override),
         "gap_rows_torch_ops_per_step": round(gap_ops) if args.gap_rows else None,
         "gap_rows_solver_iterations": gap_rows.solver_iterations(env, zeros, steps) if args.gap_rows else None,
@@ -329,7 +330,7 @@ def run(args: argparse.Namespace) -> dict:
         "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
-        "fusion": fusion, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites,
+        "vs_compare": vs_compare, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites,
         "host_sync_steps": sync_steps, "dispatch_per_env_step": dispatch,
         "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
@@ -356,8 +357,8 @@ def _print(record: dict) -> None:
         print(f"  {name:12s} steps/s min {st['min']:>10.0f} median {st['median']:>10.0f} max {st['max']:>10.0f}{extra}")
     for name, st in record["paired_ratio_to_raw"].items():
         print(f"  paired ratio {name:12s} min {st['min']:.3f} median {st['median']:.3f} max {st['max']:.3f}")
-    if "fused_vs_unfused" in record["ratio_to_raw_median"]:
-        print(f"  fused rewards vs unfused: {record['ratio_to_raw_median']['fused_vs_unfused']:.3f}x")
+    if "env_vs_compare" in record["ratio_to_raw_median"]:
+        print(f"  env vs {record['comparison_task']}: {record['ratio_to_raw_median']['env_vs_compare']:.3f}x")
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))
     print(f"  backend_step share of the env step (profiled pass): {record['backend_step_share_of_env_step']:.3f}")
     print(f"  python calls per env step: {record['python_calls_per_env_step']:.0f}")
@@ -374,7 +375,7 @@ def _print(record: dict) -> None:
         print(f"  env/reference {record['env_to_reference_ratio']:.3f}, reference/raw "
               f"{record['reference_to_raw_ratio']:.3f}; reference dispatch per step: "
               + ", ".join(f"{k} {v:.1f}" for k, v in record["reference"]["dispatch_per_step"].items()))
-    print("  fusion: " + ", ".join(f"{k} {v:.3f}" for k, v in record["fusion"].items()))
+    print("  vs compare task: " + ", ".join(f"{k} {v:.3f}" for k, v in record["vs_compare"].items()))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -383,8 +384,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--num-envs", type=int, default=256)
     p.add_argument("--device", default=None)
     p.add_argument("--task", default="g1_walk_flat")
-    p.add_argument("--unfused-task", default="g1_walk_flat_unfused",
-                   help="owner with unfused reward terms to compare against ('' to skip)")
+    p.add_argument("--compare-task", default="g1_walk_flat_unfused",
+                   help="owner timed beside the task in every round (default: the same task with one reward "
+                        "term per component, so the comparison is the fused rewards' gain; '' to skip)")
     p.add_argument("--reference", choices=("tracking",), default=None,
                    help="also time the hand-fused reference loop of the task's MDP (tracking: g1_motion_tracking)")
     p.add_argument("--steps", type=int, default=50, help="env steps per timed sample")
@@ -396,8 +398,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--compare-override", action="append", default=[], metavar="KEY=VALUE",
-                   help="applied after --override to the comparison owner only (e.g. the same task "
-                        "without its contact sensors, to time what sensing costs)")
+                   help="applied after --override to --compare-task only (e.g. the same task without "
+                        "its contact sensors, to time what sensing costs)")
     p.add_argument("--gap-rows", action="store_true",
                    help="also time raw physics plus the env's per-step state write, and plus as many small "
                         "torch ops as the env dispatches (unilab_bench.gap_rows)")

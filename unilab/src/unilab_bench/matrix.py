@@ -140,6 +140,9 @@ import importlib.util, json
 out = {"env_step": importlib.util.find_spec("unilab_bench.env_step") is not None,
        "collector": importlib.util.find_spec("unilab_rl.cli.bench") is not None, "tasks": None,
        "reference_tracking": importlib.util.find_spec("unilab_bench.reference_tracking") is not None}
+if out["env_step"]:  # the flag that turns its comparison owner off (renamed from --unfused-task)
+    source = open(importlib.util.find_spec("unilab_bench.env_step").origin).read()
+    out["compare_flag"] = "--compare-task" if "--compare-task" in source else "--unfused-task"
 try:
     from unilab.registry import list_tasks
     out["tasks"] = sorted(list_tasks())
@@ -192,12 +195,14 @@ class Settings:
 REFERENCE_LOOPS = {"g1_motion_tracking": "tracking"}
 
 
-def env_command(case: Case, s: Settings, out: Path, reference: bool = False) -> list[str]:
-    """``reference``: also time the task's hand-fused reference loop (a tree that has one)."""
+def env_command(case: Case, s: Settings, out: Path, reference: bool = False,
+                compare_flag: str = "--compare-task") -> list[str]:
+    """``reference``: also time the task's hand-fused reference loop (a tree that has one);
+    ``compare_flag``: the tree's name for the comparison-owner option, given '' (none)."""
     device, steps, _ = s.for_case(case)
     extra = ["--reference", REFERENCE_LOOPS[case.task]] if reference and case.task in REFERENCE_LOOPS else []
     return [sys.executable, "-m", "unilab_bench.env_step", "--backend", case.backend, "--task", case.task,
-            "--num-envs", str(s.num_envs), "--device", device, "--unfused-task", "", "--steps", str(steps),
+            "--num-envs", str(s.num_envs), "--device", device, compare_flag, "", "--steps", str(steps),
             "--samples", "3", "--warmup", str(s.env_warmup), "--out", str(out), *extra]
 
 
@@ -311,9 +316,10 @@ def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir
                 env_key = (tree.label, case.task, case.backend, r)
                 if env_key not in env_cache:
                     out = workdir / f"{tree.label}-r{r}-env-{case.task}-{case.backend}.json"
-                    reference = bool(capabilities[tree.label].get("reference_tracking"))
-                    env_cache[env_key] = run_unit(tree, env_command(case, settings, out, reference), out,
-                                                  settings.timeout_s)
+                    cap = capabilities[tree.label]
+                    cmd = env_command(case, settings, out, bool(cap.get("reference_tracking")),
+                                      cap.get("compare_flag", "--compare-task"))
+                    env_cache[env_key] = run_unit(tree, cmd, out, settings.timeout_s)
                 env_unit = env_cache[env_key]
                 out = workdir / f"{tree.label}-r{r}-collector-{case.algo}-{case.task}-{case.backend}.json"
                 col_unit = run_unit(tree, collector_command(case, settings, out), out, settings.timeout_s)
