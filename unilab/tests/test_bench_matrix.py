@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from unilab_bench import compare, matrix
+from unilab_bench import compare, machine_info, matrix, matrix_figures
 
 TRACK, WALK = "flashsac/g1_motion_tracking/mujoco", "fastsac/g1_walk_flat/mujoco"
 
@@ -159,12 +159,12 @@ def test_case_metrics_reads_the_runners_records_by_name():
     col = {"env_steps_per_s_no_learning": {"median": 800.0}, "env_steps_per_s_with_learning": {"median": 100.0},
            "phase_ms_with_learning": {"replay_ms": 0.4, "learner_ms": 9.0, "policy_ms": 0.3},
            "dispatch_per_collector_step": {"host_syncs_per_collector_step": 5.0}}
-    m = matrix.case_metrics(env, col)
+    m = matrix_figures.case_metrics(env, col)
     assert m["env_steps_per_s_streamed"] == 900 and m["raw_physics_steps_per_s_streamed"] == 1200
     assert m["paired_single_step_ratio_drift_control"] == 0.7 and m["reset_done_ms"] == 0.5
     assert m["replay_ms"] == 0.4 and m["learner_ms"] == 9.0 and m["host_syncs_per_collector_step"] == 5.0
     assert m["redundant_physics_steps_in_reset"] == 0.0 and m["python_calls_per_env_step"] == 800
-    assert matrix.case_metrics(None, None)["reset_done_ms"] is None  # an older record lacks a figure
+    assert matrix_figures.case_metrics(None, None)["reset_done_ms"] is None  # an older record lacks a figure
 
 
 def test_driver_interleaves_abba_and_says_case_absent_in_base(tmp_path, monkeypatch):
@@ -208,7 +208,7 @@ def test_driver_interleaves_abba_and_says_case_absent_in_base(tmp_path, monkeypa
 
 
 def test_machine_record_names_what_the_numbers_depend_on():
-    m = matrix.machine()
+    m = machine_info.machine()
     assert {"cpu_model", "scaling_governor", "governor_controllable", "logical_cpus", "gpus", "numa_nodes"} <= set(m)
     assert m["logical_cpus"] >= 1
 
@@ -235,7 +235,7 @@ def test_the_tracking_env_process_also_times_its_reference_loop_where_the_tree_h
     env = {"env_steps_per_s": {"env_zero": {"median": 900.0}, "raw": {"median": 1200.0}},
            "reference": {"steps_per_s": {"median": 950.0}, "dispatch_per_step": {"kernel_ops_per_step": 301.0}},
            "env_to_reference_ratio": 900.0 / 950.0}
-    m = matrix.case_metrics(env, None)
+    m = matrix_figures.case_metrics(env, None)
     assert m["reference_steps_per_s_streamed"] == 950.0 and m["reference_kernel_ops_per_step"] == 301.0
     assert m["env_to_reference_ratio_streamed"] == pytest.approx(0.947, abs=1e-3)
 
@@ -253,3 +253,78 @@ def test_the_probe_finds_each_trees_name_for_the_comparison_flag(tmp_path):
     settings = matrix.Settings("cpu", 2, 1, 2, 1, 0.1, 1, 60.0)
     cmd = matrix.env_command(walk, settings, tmp_path / "a.json", compare_flag="--unfused-task")
     assert cmd[cmd.index("--unfused-task") + 1] == ""
+
+
+def _fake_units(calls):
+    def run_unit(tree, cmd, out, timeout_s):
+        kind = "env" if "unilab_bench.env_step" in cmd else "collector"
+        calls.append((tree.label, kind, out.name))
+        record = {"env_steps_per_s": {"env_zero": {"median": 100.0}, "raw": {"median": 120.0}},
+                  "phases_ms_per_step": {"reset_done_ms": 1.0}}
+        if kind == "collector":
+            record = {"env_steps_per_s_no_learning": {"median": 90.0}}
+        out.write_text(json.dumps(record))
+        return {"status": "ok", "record": record, "wall_s": 0.0}
+    return run_unit
+
+
+def test_smoke_cases_run_in_the_first_round_only(tmp_path, monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": True, "tasks": None})
+    monkeypatch.setattr(matrix, "run_unit", _fake_units(calls))
+    cases = matrix.select_cases("*/mjwarp,*/genesis", "cuda")
+    settings = matrix.Settings("cuda", 4, 3, 5, 1, 0.1, 1, 10.0)
+    results = matrix.run_matrix(cases, settings, [matrix.Tree("head", tmp_path, "h")], tmp_path, log=lambda *_: None)
+    assert len(results["fastsac/g1_walk_flat/genesis"]["head"]["samples"]) == 1
+    assert len(results["fastsac/g1_walk_flat/mjwarp"]["head"]["samples"]) == 3
+    assert sum(1 for _, kind, name in calls if kind == "collector" and "genesis" in name) == 3
+
+
+def test_a_run_started_again_with_the_same_units_reuses_what_it_finished(tmp_path, monkeypatch):
+    calls: list = []
+    monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": True, "tasks": None})
+    monkeypatch.setattr(matrix, "run_unit", _fake_units(calls))
+    cases = matrix.select_cases("fastsac/g1_walk_flat/mujoco", "cpu")
+    settings = matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0)
+    tree = matrix.Tree("head", tmp_path, "h")
+    rounds_seen: list[int] = []
+    matrix.run_matrix(cases, settings, [tree], tmp_path, log=lambda *_: None,
+                      on_round=lambda results, done: rounds_seen.append(done))
+    assert rounds_seen == [1, 2, 3] and len(calls) == 6
+    (tmp_path / "head-r2-collector-fastsac-g1_walk_flat-mujoco.json").unlink()  # as if cut short there
+    again = matrix.run_matrix(cases, settings, [tree], tmp_path, log=lambda *_: None)
+    assert [name for _, _, name in calls[6:]] == ["head-r2-collector-fastsac-g1_walk_flat-mujoco.json"]
+    units = again["fastsac/g1_walk_flat/mujoco"]["head"]["units"]
+    assert [u["reused"] for u in units] == [True] * 5 + [False]
+
+
+def test_units_measured_on_another_machine_are_refused(tmp_path):
+    units = tmp_path / "units"
+    assert matrix.prepare_units(units, tmp_path) == units and (units / "machine.json").exists()
+    assert matrix.prepare_units(units, tmp_path) == units  # the same machine resumes
+    (units / "machine.json").write_text(json.dumps({"hostname": "elsewhere", "gpus": ["0, NVIDIA H200"]}))
+    with pytest.raises(ValueError, match="--units .*elsewhere"):
+        matrix.prepare_units(units, tmp_path)
+
+
+def test_a_run_cut_short_leaves_a_record_of_the_rounds_it_finished(tmp_path, monkeypatch):
+    def cut_short(cases, settings, trees, units, on_round=None):
+        results = {c.name: {"head": {"status": "ok", "smoke": False, "samples": [{}], "units": [], "stats": {}}}
+                   for c in cases}
+        on_round(results, 1)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(matrix, "run_matrix", cut_short)
+    out = tmp_path / "m.json"
+    with pytest.raises(KeyboardInterrupt):
+        matrix.main(["--cases", "fastsac/g1_walk_flat/mujoco", "--out", str(out)])
+    record = json.loads(out.read_text())
+    assert record["rounds_done"] == 1 and record["complete"] is False
+
+
+def test_a_tree_without_git_runs_with_its_commit_recorded_as_unknown(monkeypatch):
+    def no_git(*args, **kwargs):
+        raise matrix.subprocess.CalledProcessError(128, ["git", *args])
+
+    monkeypatch.setattr(matrix, "_git", no_git)
+    assert matrix._working_tree_state() == ([], matrix.NOT_A_CHECKOUT)

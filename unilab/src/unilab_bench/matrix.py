@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib.metadata
 import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from unilab_bench import compare
+from unilab_bench.machine_info import machine, versions
+from unilab_bench.matrix_figures import case_metrics, format_summary, summarize_side
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository holding this tree
 SOURCE_DIRS = ("unisim-core/src", "unilab/src", "unilab_rl/src")
@@ -82,56 +82,21 @@ def select_cases(patterns: str | None, device: str) -> list[Case]:
     return chosen
 
 
-# ---- the machine ------------------------------------------------------------------------
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
-def _run_text(cmd: list[str]) -> str | None:
-    if shutil.which(cmd[0]) is None:
-        return None
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def machine() -> dict[str, Any]:
-    """What the numbers depend on, recorded whether or not it could be controlled."""
-    cpuinfo = _read("/proc/cpuinfo") or ""
-    models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
-    governor_path = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
-    nodes = sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*"))
-    gpus = _run_text(["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,clocks.max.sm,"
-                      "power.limit,persistence_mode", "--format=csv,noheader"])
-    return {
-        "hostname": platform.node(), "platform": platform.platform(),
-        "cpu_model": models[0] if models else platform.processor() or None,
-        "logical_cpus": os.cpu_count(), "sched_affinity": len(os.sched_getaffinity(0)),
-        "scaling_governor": _read(governor_path),
-        "governor_controllable": os.access(governor_path, os.W_OK),
-        "numa_nodes": nodes, "load_average": list(os.getloadavg()),
-        "lscpu": _run_text(["lscpu"]),
-        "gpus": gpus.splitlines() if gpus else None,
-        "gpu_topology": _run_text(["nvidia-smi", "topo", "-m"]),
-    }
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for dist in ("torch", "mujoco", "mujoco-warp", "warp-lang", "genesis-world"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
-
-
 def _git(*args: str, cwd: Path = ROOT) -> str:
     return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd).stdout.strip()
+
+
+NOT_A_CHECKOUT = "unknown (not a git checkout)"
+
+
+def _working_tree_state() -> tuple[list[str], str]:
+    """The head's uncommitted files and commit label. A copied tree without git (a benchmark
+    machine that received the sources only) still runs: its commit is recorded as unknown."""
+    try:
+        dirty = [line.split(None, 1)[-1] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
+        return dirty, _git("rev-parse", "HEAD") + ("+uncommitted" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return [], NOT_A_CHECKOUT
 
 
 # ---- one tree ---------------------------------------------------------------------------
@@ -230,57 +195,12 @@ def run_unit(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[st
     return {"status": "ok", "record": record, "wall_s": wall}
 
 
-# ---- figures by name --------------------------------------------------------------------
-def _get(record: dict[str, Any] | None, *keys: str) -> Any:
-    value: Any = record
-    for key in keys:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    return value
-
-
-def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -> dict[str, Any]:
-    """One round's figures of one case, by their fixed names (None where a record lacks one)."""
-    phases = _get(env, "phases_ms_per_step") or {}
-    cphases = _get(collector, "phase_ms_with_learning") or {}
-    return {
-        "collector_steps_per_s_no_learning": _get(collector, "env_steps_per_s_no_learning", "median"),
-        "collector_steps_per_s_with_learning": _get(collector, "env_steps_per_s_with_learning", "median"),
-        "env_steps_per_s_streamed": _get(env, "env_steps_per_s", "env_zero", "median"),
-        "env_random_steps_per_s_streamed": _get(env, "env_steps_per_s", "env_random", "median"),
-        "raw_physics_steps_per_s_streamed": _get(env, "env_steps_per_s", "raw", "median"),
-        "env_to_raw_ratio_streamed": _get(env, "ratio_to_raw_median", "env_zero"),
-        "paired_single_step_ratio_drift_control": _get(env, "paired_ratio_to_raw", "env_zero", "median"),
-        "update_state_ms": phases.get("update_state_ms"),
-        "reset_done_ms": phases.get("reset_done_ms"),
-        "reset_done_reset_call_ms": phases.get("reset_done_reset_call_ms"),
-        "backend_step_ms": phases.get("backend_step_ms"),
-        "env_step_total_ms": phases.get("step_total_ms"),
-        "policy_ms": cphases.get("policy_ms"),
-        "collector_env_step_ms": cphases.get("env_step_ms"),
-        "replay_ms": cphases.get("replay_ms"),  # replay insert and the collector's bookkeeping
-        "learner_ms": cphases.get("learner_ms"),
-        "python_calls_per_env_step": _get(env, "python_calls_per_env_step"),
-        "redundant_physics_steps_in_reset": _get(env, "backend_counters", "redundant_physics_steps_per_env_step"),
-        "host_syncs_per_env_step": _get(env, "dispatch_per_env_step", "host_syncs_per_step"),
-        "host_syncs_per_env_step_cuda": _get(env, "host_syncs_per_env_step"),
-        "host_syncs_per_collector_step": _get(collector, "dispatch_per_collector_step", "host_syncs_per_collector_step"),
-        "kernel_ops_per_env_step": _get(env, "dispatch_per_env_step", "kernel_ops_per_step"),
-        # The direct-runtime baseline, where the task has a hand-fused reference loop.
-        "reference_steps_per_s_streamed": _get(env, "reference", "steps_per_s", "median"),
-        "env_to_reference_ratio_streamed": _get(env, "env_to_reference_ratio"),
-        "reference_kernel_ops_per_step": _get(env, "reference", "dispatch_per_step", "kernel_ops_per_step"),
-    }
-
-
-def summarize_side(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    stats: dict[str, dict[str, float]] = {}
-    for key in samples[0] if samples else ():
-        values = [s[key] for s in samples if isinstance(s.get(key), (int, float))]
-        if values:
-            stats[key] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
-    return stats
+def reuse_or_run(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[str, Any]:
+    """A unit whose record is already in the units folder (a run cut short and started again
+    with the same ``--units``) is read, not run again; a failed unit left no record and runs."""
+    if out.exists():
+        return {"status": "ok", "record": json.loads(out.read_text()), "wall_s": None, "reused": True}
+    return run_unit(tree, cmd, out, timeout_s)
 
 
 # ---- the driver -------------------------------------------------------------------------
@@ -289,9 +209,11 @@ def _side(status: str, smoke: bool) -> dict[str, Any]:
 
 
 def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir: Path,
-               log=print) -> dict[str, dict[str, Any]]:
-    """Every round: each case once per tree (ABBA order between rounds). Returns
-    {case name: {tree label: side}}; a side holds the per-round figures and its status."""
+               log=print, on_round=None) -> dict[str, dict[str, Any]]:
+    """Every round: each case once per tree (ABBA order between rounds); a smoke case runs in
+    the first round only (its counts are gated, its throughput is not, so more rounds buy
+    nothing). Returns {case name: {tree label: side}}; a side holds the per-round figures and
+    its status. ``on_round(results, rounds_done)`` sees the figures after every round."""
     capabilities = {t.label: t.probe() for t in trees}
     results: dict[str, dict[str, Any]] = {}
     for case in cases:
@@ -309,6 +231,8 @@ def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir
     for r in range(settings.rounds):
         order = trees if r % 2 == 0 else trees[::-1]
         for case in cases:
+            if case.smoke and r > 0:
+                continue
             for tree in order:
                 side = results[case.name][tree.label]
                 if side["status"] != "ok":
@@ -319,14 +243,15 @@ def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir
                     cap = capabilities[tree.label]
                     cmd = env_command(case, settings, out, bool(cap.get("reference_tracking")),
                                       cap.get("compare_flag", "--compare-task"))
-                    env_cache[env_key] = run_unit(tree, cmd, out, settings.timeout_s)
+                    env_cache[env_key] = reuse_or_run(tree, cmd, out, settings.timeout_s)
                 env_unit = env_cache[env_key]
                 out = workdir / f"{tree.label}-r{r}-collector-{case.algo}-{case.task}-{case.backend}.json"
-                col_unit = run_unit(tree, collector_command(case, settings, out), out, settings.timeout_s)
+                col_unit = reuse_or_run(tree, collector_command(case, settings, out), out, settings.timeout_s)
                 for kind, unit in (("env", env_unit), ("collector", col_unit)):
                     side["units"].append({"round": r, "kind": kind, "status": unit["status"],
-                                          "wall_s": unit.get("wall_s"), "stderr_tail": unit.get("stderr_tail"),
-                                          "git_commit": _get(unit.get("record"), "git_commit")})
+                                          "wall_s": unit.get("wall_s"), "reused": unit.get("reused", False),
+                                          "stderr_tail": unit.get("stderr_tail"),
+                                          "git_commit": (unit.get("record") or {}).get("git_commit")})
                 if env_unit["status"] != "ok" or col_unit["status"] != "ok":
                     side["status"] = f"failed in round {r}: env {env_unit['status']}, collector {col_unit['status']}"
                     log(f"  {tree.label} {case.name}: {side['status']}")
@@ -342,31 +267,16 @@ def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir
                     f"(raw {m['raw_physics_steps_per_s_streamed'] or 0:.0f}/s), collector "
                     f"{m['collector_steps_per_s_no_learning'] or 0:.0f}/s, learning "
                     f"{m['collector_steps_per_s_with_learning'] or 0:.0f}/s")
-    for per_tree in results.values():
-        for side in per_tree.values():
-            side["stats"] = summarize_side(side["samples"])
+        _summarize(results)
+        if on_round is not None:
+            on_round(results, r + 1)
     return results
 
 
-SUMMARY_METRICS = ("collector_steps_per_s_no_learning", "collector_steps_per_s_with_learning",
-                   "env_steps_per_s_streamed", "raw_physics_steps_per_s_streamed", "env_to_raw_ratio_streamed",
-                   "paired_single_step_ratio_drift_control", "update_state_ms", "reset_done_ms",
-                   "reset_done_reset_call_ms", "backend_step_ms", "replay_ms", "learner_ms",
-                   "python_calls_per_env_step", "redundant_physics_steps_in_reset", "host_syncs_per_env_step",
-                   "host_syncs_per_env_step_cuda", "host_syncs_per_collector_step")
-
-
-def format_summary(record: dict[str, Any]) -> str:
-    lines = []
-    for name, per_tree in record["cases"].items():
-        for label, side in per_tree.items():
-            lines.append(f"{name} [{label}]: {side['status']}" + (" (smoke)" if side.get("smoke") else ""))
-            for metric in SUMMARY_METRICS:
-                st = side.get("stats", {}).get(metric)
-                if st:
-                    lines.append(f"  {metric:40s} min {st['min']:>11.4g}  median {st['median']:>11.4g}  "
-                                 f"max {st['max']:>11.4g}")
-    return "\n".join(lines)
+def _summarize(results: dict[str, dict[str, Any]]) -> None:
+    for per_tree in results.values():
+        for side in per_tree.values():
+            side["stats"] = summarize_side(side["samples"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -385,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", metavar="REV", help="also run REV (a temporary git worktree), interleaved and paired")
     p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
-    p.add_argument("--keep-units", type=Path, help="keep every process's JSON here")
+    p.add_argument("--units", type=Path, help="keep every process's JSON here; run again with the same folder "
+                   "to resume a run cut short (records there are reused, not re-measured)")
     return p
 
 
@@ -411,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     # The head is the working tree as it is, uncommitted edits included (listed in the record),
     # unless --head pins a commit (a tree others commit to moves under a long run).
     workdir = Path(tempfile.mkdtemp(prefix="unilab-matrix-"))
+    try:
+        units = prepare_units(args.units, workdir)
+    except ValueError as error:
+        shutil.rmtree(workdir, ignore_errors=True)
+        p.error(str(error))
     worktrees: list[Path] = []
     if args.head:
         dirty = []
@@ -419,35 +335,42 @@ def main(argv: list[str] | None = None) -> int:
         _git("worktree", "add", "--detach", str(worktrees[-1]), head_commit)
         head = Tree("head", worktrees[-1], head_commit)
     else:
-        dirty = [line.split(None, 1)[-1] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
-        head = Tree("head", ROOT, _git("rev-parse", "HEAD") + ("+uncommitted" if dirty else ""))
-    trees, worktree = [head], None
+        dirty, head_commit = _working_tree_state()
+        head = Tree("head", ROOT, head_commit)
+    trees = [head]
+
+    def build_record(results: dict[str, dict[str, Any]], rounds_done: int) -> dict[str, Any]:
+        return {
+            "benchmark": "unilab_bench.matrix", "command": " ".join(sys.argv),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "settings": asdict(settings),
+            "rounds_done": rounds_done, "complete": rounds_done == settings.rounds,
+            "cases_run": [asdict(c) | {"name": c.name} for c in cases],
+            "head": {"commit": head.commit, "uncommitted": dirty, "commits_seen": sorted(
+                {u["git_commit"] for t in results.values() for u in t["head"]["units"] if u["git_commit"]})},
+            "base": {"rev": args.base, "commit": trees[0].commit} if args.base else None,
+            "units": str(args.units) if args.units else None,
+            "machine": machine(), "versions": versions(), "cases": results,
+        }
+
+    def write_partial(results: dict[str, dict[str, Any]], rounds_done: int) -> None:
+        # A run cut short (a lease ending, a killed process) still leaves the rounds it finished.
+        if args.out and rounds_done < settings.rounds:
+            write_record(args.out, build_record(results, rounds_done))
+
     try:
         if args.base:
             base_commit = _git("rev-parse", "--verify", f"{args.base}^{{commit}}")
-            worktree = workdir / "base-tree"
-            _git("worktree", "add", "--detach", str(worktree), base_commit)
-            worktrees.append(worktree)
-            trees = [Tree("base", worktree, base_commit), head]
+            worktrees.append(workdir / "base-tree")
+            _git("worktree", "add", "--detach", str(worktrees[-1]), base_commit)
+            trees = [Tree("base", worktrees[-1], base_commit), head]
         print(f"matrix: {len(cases)} cases x {len(trees)} trees x {settings.rounds} rounds on {device}, "
               f"{settings.num_envs} envs")
-        results = run_matrix(cases, settings, trees, workdir)
-        if args.keep_units:
-            args.keep_units.mkdir(parents=True, exist_ok=True)
-            for f in workdir.glob("*.json"):
-                shutil.copy(f, args.keep_units / f.name)
+        results = run_matrix(cases, settings, trees, units, on_round=write_partial)
     finally:
         for tree in worktrees:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
         shutil.rmtree(workdir, ignore_errors=True)
-    record: dict[str, Any] = {
-        "benchmark": "unilab_bench.matrix", "command": " ".join(sys.argv),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "settings": asdict(settings),
-        "cases_run": [asdict(c) | {"name": c.name} for c in cases],
-        "head": {"commit": head.commit, "uncommitted": dirty, "commits_seen": sorted(
-            {u["git_commit"] for t in results.values() for u in t["head"]["units"] if u["git_commit"]})}, "base": {"rev": args.base, "commit": trees[0].commit} if args.base else None,
-        "machine": machine(), "versions": versions(), "cases": results,
-    }
+    record = build_record(results, settings.rounds)
     print(format_summary(record))
     if len(record["head"]["commits_seen"]) > 1:
         print(f"note: the head tree moved during the run ({', '.join(c[:9] for c in record['head']['commits_seen'])}); "
@@ -462,9 +385,32 @@ def main(argv: list[str] | None = None) -> int:
     elif any(t["head"]["status"] != "ok" for t in results.values()):
         code = 2
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=1) + "\n")
+        write_record(args.out, record)
     return code
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def prepare_units(units: Path | None, workdir: Path) -> Path:
+    """The folder the unit records go to: ``--units`` (kept; records already there are reused,
+    so a run cut short resumes where it stopped) or a temporary one. Units measured on another
+    machine are refused: their figures do not pair with this machine's."""
+    if units is None:
+        return workdir
+    here = {"hostname": platform.node(), "gpus": machine()["gpus"]}
+    stamp = units / "machine.json"
+    if stamp.exists():
+        there = json.loads(stamp.read_text())
+        if there != here:
+            raise ValueError(f"--units {units}: its records were measured on {there}, this machine is {here}; "
+                             "use an empty folder")
+    else:
+        units.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps(here) + "\n")
+    return units
 
 
 if __name__ == "__main__":
