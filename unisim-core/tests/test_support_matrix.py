@@ -22,3 +22,15 @@ def test_the_cpu_table_lists_the_declarations_of_a_backend_that_builds(monkeypat
     lines = support_matrix.rows("cpu")
     assert len(lines) == 3 and lines[2].startswith("| mujoco | host_bridge | cpu | immediate |")
     assert "contact_sensors" in lines[2] and "any, bodies, geoms, self (cleared)" in lines[2]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_each_devices_table_comes_from_its_own_process_and_reads_the_same():
+    # A simulator that binds one device per process (Genesis) must not see the cpu table's build.
+    assert support_matrix.rows_in_own_process("cuda") == support_matrix.rows("cuda")
+
+
+def test_a_failing_table_process_is_an_error_that_names_the_device(monkeypatch):
+    monkeypatch.setattr(support_matrix.sys, "executable", "false")
+    with pytest.raises(RuntimeError, match="the cuda table's process failed"):
+        support_matrix.rows_in_own_process("cuda")
