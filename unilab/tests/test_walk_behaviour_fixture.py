@@ -9,6 +9,9 @@ protocol of ``_rollout`` below, plus one adjustment: that code skipped the secon
 of the foot timers after ``env.reset()`` (it reset shared state once per mask object), so
 the recording zeroed them as the reset asked.
 
+The recording read foot contact from the ankle height, which is now the named variant
+``g1_walk_flat_height_proxy`` (g1_walk_flat itself reads contact forces), so the variant replays it.
+
 No command timer expires in these 50 steps (periods are 3-8 s), so moving rewards before
 the command update does not enter; ``test_step_order`` pins that order separately.
 """
@@ -25,7 +28,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "g1_walk_flat_steps_before_task_a
 
 
 def _rollout() -> dict[str, torch.Tensor]:
-    env = unilab.make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=4, seed=3,
+    env = unilab.make_manager_based_rl_env("g1_walk_flat_height_proxy", backend="mujoco", num_envs=4, seed=3,
                                            overrides=["events.push.interval_range_s=[0.1,0.3]"])
     try:
         env.reset()

@@ -1,4 +1,4 @@
-"""g1_walk_flat_contact: foot contact from the simulator's contact forces."""
+"""g1_walk_flat reads foot contact from the simulator's contact forces; g1_walk_flat_height_proxy is its named fallback."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ STILL = ["events.reset_joints=None", "events.push=None"]
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
 def test_the_standing_g1_has_both_feet_in_contact_carrying_its_weight(make_env, backend):
-    env = make_env(task="g1_walk_flat_contact", backend=backend, num_envs=N, overrides=STILL)
+    env = make_env(task="g1_walk_flat", backend=backend, num_envs=N, overrides=STILL)
     feet = env.sensor("feet", "test")
     zero = torch.zeros(N, env.action_dim)
     for _ in range(8):
@@ -26,7 +26,7 @@ def test_the_standing_g1_has_both_feet_in_contact_carrying_its_weight(make_env, 
 
 
 def test_a_reset_row_reads_no_contact_until_its_first_step(make_env):
-    env = make_env(task="g1_walk_flat_contact", num_envs=N, overrides=STILL)
+    env = make_env(task="g1_walk_flat", num_envs=N, overrides=STILL)
     feet = env.sensor("feet", "test")
     zero = torch.zeros(N, env.action_dim)
     for _ in range(4):
@@ -35,3 +35,15 @@ def test_a_reset_row_reads_no_contact_until_its_first_step(make_env):
     env.step(zero)
     assert feet.contact[0].tolist() == [False, False] and feet.contact[1:].all()
     assert torch.all(feet.contact_time[0] == 0)
+
+
+def test_the_height_proxy_is_a_named_variant_that_asks_for_no_contact_sensing(make_env):
+    from unilab.tasks.velocity.mdp.sensors import FeetContact
+
+    env = make_env(task="g1_walk_flat_height_proxy", num_envs=N, overrides=STILL)
+    assert isinstance(env.sensor("feet", "test"), FeetContact)
+    assert env.backend.views().contacts == {}
+    zero = torch.zeros(N, env.action_dim)
+    for _ in range(8):
+        env.step(zero)
+    assert env.sensor("feet", "test").contact.all()  # standing: both ankles below the proxy height

@@ -5,8 +5,10 @@ set follows mjlab 1.6's G1 velocity task (exp-kernel tracking with std^2 0.25 / 
 torso upright, speed-dependent posture, action rate, soft joint limits, foot slip)
 plus an alive bonus, a terminal penalty and Isaac Lab's biped air-time term, since on
 flat ground with an off-policy learner a gait incentive shortens the shuffling phase.
-Foot contact is a height proxy (the ``feet`` sensor). Variants are plain functions
-editing the default config.
+Foot contact is read from the simulator (the ``feet`` contact sensor: the feet against the
+floor), so the env needs a backend that declares contact sensing; ``g1_walk_flat_height_proxy``
+is the named fallback for one that does not. Variants are plain functions editing the default
+config.
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ def g1_walk_flat() -> EnvCfg:
         episode_length_s=20.0,
         reset_keyframe=RESET_KEYFRAME,
         actions=ActionCfg(scale=g1_action_scale(), use_default_offset=True),
-        sensors={"feet": SensorCfg(func=FeetContact, params={"bodies": FEET, "contact_height": CONTACT_HEIGHT})},
+        contact_sensors={"feet": ContactSensorCfg(bodies=FEET, with_bodies=("world",), force_threshold=1.0)},
+        sensors={"feet": SensorCfg(func=FeetContactForce, params={"contact_sensor": "feet", "bodies": FEET})},
         commands={COMMAND: UniformVelocityCommandCfg(lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5),
                                                      ang_vel_z=(-1.0, 1.0), resampling_time_range_s=(3.0, 8.0),
                                                      standing_fraction=0.1, heading_command=False)},
@@ -168,12 +171,12 @@ def g1_walk_flat_sweep() -> VelocitySweep:
                                           training_range=TRAINING_RANGE))
 
 
-def g1_walk_flat_contact() -> EnvCfg:
-    """Foot contact from the simulator's contact forces (the feet against the floor) instead of
-    the height proxy; needs a backend that declares contact sensing."""
+def g1_walk_flat_height_proxy() -> EnvCfg:
+    """The fallback for a backend without contact sensing: a foot is in contact when its
+    ankle-roll body origin is below CONTACT_HEIGHT (exact enough on flat ground only)."""
     cfg = g1_walk_flat()
-    cfg.contact_sensors["feet"] = ContactSensorCfg(bodies=FEET, with_bodies=("world",), force_threshold=1.0)
-    cfg.sensors["feet"] = SensorCfg(func=FeetContactForce, params={"contact_sensor": "feet", "bodies": FEET})
+    cfg.contact_sensors.pop("feet")
+    cfg.sensors["feet"] = SensorCfg(func=FeetContact, params={"bodies": FEET, "contact_height": CONTACT_HEIGHT})
     return cfg
 
 
@@ -190,8 +193,8 @@ def g1_walk_flat_play() -> EnvCfg:
 register_task("g1_walk_flat", g1_walk_flat)
 register_task("g1_walk_flat_unfused", g1_walk_flat_unfused)
 register_task("g1_walk_flat_dr", g1_walk_flat_dr)
-register_task("g1_walk_flat_contact", g1_walk_flat_contact)
+register_task("g1_walk_flat_height_proxy", g1_walk_flat_height_proxy)
 register_task("g1_walk_flat_play", g1_walk_flat_play)
-register_evaluation(["g1_walk_flat", "g1_walk_flat_unfused", "g1_walk_flat_dr", "g1_walk_flat_contact",
+register_evaluation(["g1_walk_flat", "g1_walk_flat_unfused", "g1_walk_flat_dr", "g1_walk_flat_height_proxy",
                      "g1_walk_flat_play"],
                     g1_walk_flat_sweep)
