@@ -125,3 +125,19 @@ def test_push_joins_the_single_transaction_and_moves_only_pushed_rows(make_env):
     # Every row was pushed by +0.5 m/s in world x; joints and positions are untouched.
     assert torch.allclose(env.robot.qvel[:, 0] - twin.robot.qvel[:, 0], torch.full((N,), 0.5), atol=1e-5)
     assert torch.equal(env.robot.qpos, twin.robot.qpos) and torch.equal(env.robot.qvel[:, 1:], twin.robot.qvel[:, 1:])
+
+
+def test_terminated_and_truncated_from_interleaved_time_out_columns():
+    # Columns: time-out, terminal, time-out, terminal (not contiguous: the index-tensor path).
+    from unilab.managers.termination import _any_of, _columns
+
+    time_out = [True, False, True, False]
+    terminal_cols = _columns([i for i, t in enumerate(time_out) if not t], torch.device("cpu"))
+    time_out_cols = _columns([i for i, t in enumerate(time_out) if t], torch.device("cpu"))
+    assert isinstance(terminal_cols, torch.Tensor) and _columns([1, 2], torch.device("cpu")) == slice(1, 3)
+    fired = torch.tensor([[1, 0, 0, 0], [0, 0, 0, 1], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]], dtype=torch.bool)
+    terminated = _any_of(fired, terminal_cols)
+    truncated = torch.gt(_any_of(fired, time_out_cols), terminated)
+    assert terminated.tolist() == [False, True, True, False, False]
+    assert truncated.tolist() == [True, False, False, True, False]  # a fall on a time-out step is a fall
+    assert not _any_of(fired, None).any()

@@ -29,6 +29,8 @@ class TerminationManager:
             self.names += columns
             time_out += [t.cfg.time_out or c in t.cfg.time_out_components for c in columns]
         self.time_out = torch.tensor(time_out, dtype=torch.bool, device=env.device)
+        self._terminal_cols = _columns([i for i, t in enumerate(time_out) if not t], env.device)
+        self._time_out_cols = _columns([i for i, t in enumerate(time_out) if t], env.device)
         n = env.num_envs
         self.terminated = torch.zeros(n, dtype=torch.bool, device=env.device)
         self.truncated = torch.zeros(n, dtype=torch.bool, device=env.device)
@@ -42,11 +44,30 @@ class TerminationManager:
         outs = [t.fn(env) for t in self.terms]
         self.fired = torch.cat([o.view(o.shape[0], -1) for o in outs], dim=1) if len(outs) > 1 \
             else outs[0].view(outs[0].shape[0], -1)
-        self.terminated = (self.fired & ~self.time_out).any(dim=1)
-        self.truncated = (self.fired & self.time_out).any(dim=1) & ~self.terminated
+        self.terminated = _any_of(self.fired, self._terminal_cols)
+        # For bools, a > b is a and not b: a time-out fired and no terminal condition did.
+        self.truncated = torch.gt(_any_of(self.fired, self._time_out_cols), self.terminated)
         return self.terminated, self.truncated
 
     def reset(self, done: torch.Tensor, metrics=None) -> None:
         if metrics is not None and self.metric_slot is not None:
             metrics.add(self.metric_slot, (self.fired & done.unsqueeze(1)).sum(dim=0))
         reset_terms(self.terms, done)
+
+
+def _columns(cols: list[int], device: torch.device) -> slice | torch.Tensor | None:
+    """Columns of the fired matrix as a slice where they are contiguous (a view, no kernel),
+    else as an index tensor; None where there are none."""
+    if not cols:
+        return None
+    if cols == list(range(cols[0], cols[-1] + 1)):
+        return slice(cols[0], cols[-1] + 1)
+    return torch.tensor(cols, dtype=torch.int64, device=device)
+
+
+def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None) -> torch.Tensor:
+    if cols is None:
+        return torch.zeros(fired.shape[0], dtype=torch.bool, device=fired.device)
+    part = fired[:, cols] if isinstance(cols, slice) else fired.index_select(1, cols)
+    return part.any(dim=1)
+

@@ -71,11 +71,14 @@ class MotionCommand(CommandTerm):
         self.assigned = None if clips is None else clips.to(self.clip.device, torch.int64)
 
     # ---- the frame ----------------------------------------------------------------------
-    def _set_frames(self, clip: torch.Tensor, frame: torch.Tensor) -> None:
+    def _set_frames(self, clip: torch.Tensor, frame: torch.Tensor, same_clips: bool = False) -> None:
         self.clip, self.frame = clip, frame
-        self.index = self.library.index(clip, frame)
+        if not same_clips:  # per env: the clip's last frame and its first row in the packed table
+            self.last_frame = self.library.length[clip] - 1
+            self.clip_start = self.library.start[clip]
+        self.index = self.clip_start + frame
         # The frame's whole reference in one gather; the properties below are views of it.
-        self.ref = self.library.packed[self.index]
+        self.ref = self.library.packed.index_select(0, self.index)
         self.command = self._columns("joint_pos", "joint_vel")
         self._version += 1
 
@@ -87,10 +90,10 @@ class MotionCommand(CommandTerm):
         return self._columns(name).view(-1, self.body_index.shape[0], width)
 
     def at_clip_end(self) -> torch.Tensor:
-        return self.frame >= self.library.length[self.clip] - 1
+        return self.frame >= self.last_frame
 
     def step(self, dt: float) -> None:
-        self._set_frames(self.clip, torch.minimum(self.frame + 1, self.library.length[self.clip] - 1))
+        self._set_frames(self.clip, torch.minimum(self.frame + 1, self.last_frame), same_clips=True)
 
     def reset(self, done: torch.Tensor) -> None:
         env = self.env
