@@ -64,6 +64,3 @@ class FrameTable:
             width = t[0].numel()
             self.columns[name] = (start, start + width)
             start += width
-
-    def index(self, clip: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
-        return self.start[clip] + frame
