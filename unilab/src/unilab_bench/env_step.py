@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> dict:
             ref.step(zeros)
 
     gap_ops = _dispatch_profile(env, zeros)["kernel_ops_per_step"] if args.gap_rows else 0
-    gap = ["raw_with_state_write", "raw_with_torch_ops"] if args.gap_rows else []
+    gap = ["raw_with_state_write", "raw_with_torch_ops", "raw_replaying_env_writes"] if args.gap_rows else []
     rates: dict[str, list[float]] = {k: [] for k in ["raw", *gap, *envs, *(["reference"] if ref is not None else [])]}
     paired: dict[str, list[float]] = {k: [] for k in envs}
     # The paired ratio is a drift control: a fifth of the window in synchronized pairs is enough
@@ -267,6 +267,8 @@ def run(args: argparse.Namespace) -> dict:
             rates["raw_with_state_write"].append(n * steps / gap_rows.raw_with_state_write(env, steps, _time_steps))
             rates["raw_with_torch_ops"].append(
                 n * steps / gap_rows.raw_with_torch_ops(env, steps, _time_steps, round(gap_ops)))
+            rates["raw_replaying_env_writes"].append(
+                n * steps / gap_rows.raw_replaying_env_writes(env, steps, _time_steps, zeros))
         for name, e in envs.items():
             policy = policies[name]
             rates[name].append(n * steps / _time_steps(device, steps, lambda k, e=e, p=policy: e.step(p(k))))
@@ -319,6 +321,9 @@ def run(args: argparse.Namespace) -> dict:
     ratios = {name: summary[name]["median"] / raw_median for name in [*gap, *envs, *(["reference"] if ref else [])]}
     if "env_compare" in summary:
         ratios["env_vs_compare"] = summary["env_zero"]["median"] / summary["env_compare"]["median"]
+    if "raw_replaying_env_writes" in summary:  # the runtime's own cost, with the env's physics workload
+        ratios["env_vs_raw_replaying_env_writes"] = (summary["env_zero"]["median"]
+                                                     / summary["raw_replaying_env_writes"]["median"])
     record = {
         "benchmark": "unilab_bench.env_step", "task": args.task, "backend": args.backend, "num_envs": n,
         "device": str(device), "data_plane": env.backend.capabilities.data_plane.value,
@@ -361,6 +366,9 @@ def _print(record: dict) -> None:
         print(f"  {name:12s} steps/s min {st['min']:>10.0f} median {st['median']:>10.0f} max {st['max']:>10.0f}{extra}")
     for name, st in record["paired_ratio_to_raw"].items():
         print(f"  paired ratio {name:12s} min {st['min']:.3f} median {st['median']:.3f} max {st['max']:.3f}")
+    if "env_vs_raw_replaying_env_writes" in record["ratio_to_raw_median"]:
+        print("  env vs raw physics replaying the env's state writes: "
+              f"{record['ratio_to_raw_median']['env_vs_raw_replaying_env_writes']:.3f}x")
     if "env_vs_compare" in record["ratio_to_raw_median"]:
         print(f"  env vs {record['comparison_task']}: {record['ratio_to_raw_median']['env_vs_compare']:.3f}x")
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))

@@ -5,6 +5,12 @@
   backend republishes its views for every world.
 - ``raw_with_torch_ops``: each step also issues ``k`` small elementwise torch ops on the
   backend's device, in the stream the physics runs in (``k``: the env's kernel ops per step).
+- ``raw_replaying_env_writes``: raw physics doing the env's own physics workload. The env first
+  runs the window untimed while its ``set_state_where`` calls are recorded (episode starts of
+  the rows that reset, pushed velocities); then, from the same start state, raw physics steps
+  with the env's last ctrl and replays those writes at the same steps. Resets put robots into
+  states the solver finds harder than the settled states plain raw physics drifts into, so
+  env / this row is the runtime's own cost and this row / raw the workload's.
 
 Both run from the env's current states and put them back, like the raw row, and are timed
 streamed by the caller's ``time_steps(device, steps, fn)``. ``solver_iterations`` compares, untimed,
@@ -78,3 +84,38 @@ def solver_iterations(env, action: torch.Tensor, steps: int) -> dict[str, dict[s
     ctrl = env.action_manager.ctrl.clone()
     _restoring(env, lambda: collect("raw", lambda: env.backend.step(ctrl, env.decimation)))
     return out
+
+
+def raw_replaying_env_writes(env, steps: int, time_steps: TimeSteps, action: torch.Tensor) -> float:
+    backend, rows = env.backend, torch.arange(env.num_envs, device=env.device)
+    views = backend.views()
+    start = views.qpos.clone(), views.qvel.clone()
+    writes: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    write = backend.set_state_where
+
+    def record(mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        writes.append((mask.clone(), qpos.clone(), qvel.clone()))
+        write(mask, qpos, qvel)
+
+    backend.set_state_where = record  # the env's one write per step, seen through its backend
+    try:
+        for _ in range(steps):
+            env.step(action)
+    finally:
+        del backend.set_state_where
+    if len(writes) != steps:
+        raise RuntimeError(f"raw_replaying_env_writes: expected one set_state_where per env step, saw "
+                           f"{len(writes)} in {steps} steps")
+    end = views.qpos.clone(), views.qvel.clone()
+    ctrl = env.action_manager.ctrl.clone()
+    backend.set_state(rows, *start)
+
+    def step(k: int) -> None:
+        backend.step(ctrl, env.decimation)
+        backend.set_state_where(*writes[k])
+
+    try:
+        return time_steps(env.device, steps, step)
+    finally:  # the env goes on from the state it reached, as its managers did
+        backend.set_state(rows, *end)
+        env.robot.invalidate()
