@@ -328,3 +328,13 @@ def test_a_tree_without_git_runs_with_its_commit_recorded_as_unknown(monkeypatch
 
     monkeypatch.setattr(matrix, "_git", no_git)
     assert matrix._working_tree_state() == ([], matrix.NOT_A_CHECKOUT)
+
+
+def test_gap_rows_pass_through_to_the_env_process_and_name_the_runtimes_own_cost(tmp_path):
+    walk = matrix.Case("fastsac", "g1_walk_flat", "mujoco")
+    plain = matrix.Settings("cpu", 2, 3, 2, 1, 0.1, 1, 60.0)
+    with_gaps = matrix.Settings("cpu", 2, 3, 2, 1, 0.1, 1, 60.0, gap_rows=True)
+    assert "--gap-rows" not in matrix.env_command(walk, plain, tmp_path / "a.json")
+    assert "--gap-rows" in matrix.env_command(walk, with_gaps, tmp_path / "a.json")
+    env = {"ratio_to_raw_median": {"env_zero": 0.8, "env_vs_raw_replaying_env_writes": 0.97}}
+    assert matrix_figures.case_metrics(env, None)["env_to_replay_ratio_streamed"] == 0.97

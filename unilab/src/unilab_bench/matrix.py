@@ -147,6 +147,7 @@ class Settings:
     collector_seconds: float
     collector_samples: int
     timeout_s: float
+    gap_rows: bool = False  # the env processes also time env_step's gap rows (raw physics + one extra each)
 
     def for_case(self, case: Case) -> tuple[str, int, float]:
         """(device, env steps, collector seconds) of a case."""
@@ -166,6 +167,7 @@ def env_command(case: Case, s: Settings, out: Path, reference: bool = False,
     ``compare_flag``: the tree's name for the comparison-owner option, given '' (none)."""
     device, steps, _ = s.for_case(case)
     extra = ["--reference", REFERENCE_LOOPS[case.task]] if reference and case.task in REFERENCE_LOOPS else []
+    extra += ["--gap-rows"] if s.gap_rows else []
     return [sys.executable, "-m", "unilab_bench.env_step", "--backend", case.backend, "--task", case.task,
             "--num-envs", str(s.num_envs), "--device", device, compare_flag, "", "--steps", str(steps),
             "--samples", "3", "--warmup", str(s.env_warmup), "--out", str(out), *extra]
@@ -292,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collector-seconds", type=float, default=None, help="per sample (default 5 cuda, 1 cpu)")
     p.add_argument("--collector-samples", type=int, default=3, help="interleaved pairs inside each process")
     p.add_argument("--timeout", type=float, default=1200.0, help="seconds one process may run")
+    p.add_argument("--gap-rows", action="store_true", help="env processes also time env_step's gap rows, "
+                   "among them raw physics replaying the env's own state writes (env_to_replay_ratio_streamed)")
     p.add_argument("--base", metavar="REV", help="also run REV (a temporary git worktree), interleaved and paired")
     p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
@@ -314,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(device=device, num_envs=args.num_envs or (4096 if gpu else 64), rounds=args.rounds,
                         env_steps=args.env_steps or (200 if gpu else 20), env_warmup=args.env_warmup or (50 if gpu else 5),
                         collector_seconds=args.collector_seconds or (5.0 if gpu else 1.0),
-                        collector_samples=args.collector_samples, timeout_s=args.timeout)
+                        collector_samples=args.collector_samples, timeout_s=args.timeout, gap_rows=args.gap_rows)
     try:
         cases = select_cases(args.cases, device)
     except ValueError as error:

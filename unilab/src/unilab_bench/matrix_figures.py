@@ -28,6 +28,9 @@ def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -
         "raw_physics_steps_per_s_streamed": _get(env, "env_steps_per_s", "raw", "median"),
         "env_to_raw_ratio_streamed": _get(env, "ratio_to_raw_median", "env_zero"),
         "paired_single_step_ratio_drift_control": _get(env, "paired_ratio_to_raw", "env_zero", "median"),
+        # The runtime's own cost on the env's physics workload (with --gap-rows): env / raw physics
+        # replaying the env's state writes.
+        "env_to_replay_ratio_streamed": _get(env, "ratio_to_raw_median", "env_vs_raw_replaying_env_writes"),
         "update_state_ms": phases.get("update_state_ms"),
         "reset_done_ms": phases.get("reset_done_ms"),
         "reset_done_reset_call_ms": phases.get("reset_done_reset_call_ms"),
@@ -61,7 +64,7 @@ def summarize_side(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]
 
 SUMMARY_METRICS = ("collector_steps_per_s_no_learning", "collector_steps_per_s_with_learning",
                    "env_steps_per_s_streamed", "raw_physics_steps_per_s_streamed", "env_to_raw_ratio_streamed",
-                   "paired_single_step_ratio_drift_control", "update_state_ms", "reset_done_ms",
+                   "paired_single_step_ratio_drift_control", "env_to_replay_ratio_streamed", "update_state_ms", "reset_done_ms",
                    "reset_done_reset_call_ms", "backend_step_ms", "replay_ms", "learner_ms",
                    "python_calls_per_env_step", "redundant_physics_steps_in_reset", "host_syncs_per_env_step",
                    "host_syncs_per_env_step_cuda", "host_syncs_per_collector_step")
