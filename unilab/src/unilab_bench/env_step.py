@@ -413,8 +413,9 @@ def main(argv: list[str] | None = None) -> dict:
                    help="applied after --override to --compare-task only (e.g. the same task without "
                         "its contact sensors, to time what sensing costs)")
     p.add_argument("--gap-rows", action="store_true",
-                   help="also time raw physics plus the env's per-step state write, and plus as many small "
-                        "torch ops as the env dispatches (unilab_bench.gap_rows)")
+                   help="also time raw physics plus the env's per-step state write, plus as many small "
+                        "torch ops as the env dispatches, and replaying the env's recorded state writes "
+                        "(unilab_bench.gap_rows)")
     p.add_argument("--out", default=None, help="write the JSON record here")
     args = p.parse_args(argv)
     if args.samples < 3:
