@@ -6,6 +6,7 @@ import torch
 
 from unilab.config import TerminationTermCfg
 from unilab.managers.base import build_term, reset_terms
+from unilab.robot import index_or_slice
 
 
 class TerminationManager:
@@ -60,9 +61,8 @@ def _columns(cols: list[int], device: torch.device) -> slice | torch.Tensor | No
     else as an index tensor; None where there are none."""
     if not cols:
         return None
-    if cols == list(range(cols[0], cols[-1] + 1)):
-        return slice(cols[0], cols[-1] + 1)
-    return torch.tensor(cols, dtype=torch.int64, device=device)
+    cols = index_or_slice(cols)
+    return cols if isinstance(cols, slice) else torch.tensor(cols, dtype=torch.int64, device=device)
 
 
 def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None) -> torch.Tensor:

@@ -52,9 +52,9 @@ class reset_from_motion:
         vel = self._uniform(env, (n, 6), self.vel_lo, self.vel_width)
         quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), quat)
         a, b = robot.root_qpos_adr, robot.root_qvel_adr
-        txn.reset_qpos[:, a:a + 3] = pos + pose[:, :3]
+        torch.add(pos, pose[:, :3], out=txn.reset_qpos[:, a:a + 3])  # into the slice: no extra copy
         txn.reset_qpos[:, a + 3:a + 7] = quat
-        txn.reset_qvel[:, b:b + 3] = lin_vel + vel[:, :3]
+        torch.add(lin_vel, vel[:, :3], out=txn.reset_qvel[:, b:b + 3])
         # The free joint's angular velocity is in the body frame.
         txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
         joints = self.command.ref_joint_pos
