@@ -12,7 +12,8 @@
   states the solver finds harder than the settled states plain raw physics drifts into, so
   env / this row is the runtime's own cost and this row / raw the workload's.
 
-Both run from the env's current states and put them back, like the raw row, and are timed
+The first two run from the env's current states and put them back, like the raw row; the
+replay row leaves the env at the state its own steps reached. All are timed
 streamed by the caller's ``time_steps(device, steps, fn)``. ``solver_iterations`` compares, untimed,
 the constraint solver's iterations after each env step and after each raw step from the same
 states, where the backend reports them (``diagnostics()['solver_niter_mean'|'solver_niter_max']``).
@@ -106,7 +107,8 @@ def raw_replaying_env_writes(env, steps: int, time_steps: TimeSteps, action: tor
     if len(writes) != steps:
         raise RuntimeError(f"raw_replaying_env_writes: expected one set_state_where per env step, saw "
                            f"{len(writes)} in {steps} steps")
-    end = views.qpos.clone(), views.qvel.clone()
+    reached = backend.views()
+    end = reached.qpos.clone(), reached.qvel.clone()
     ctrl = env.action_manager.ctrl.clone()
     backend.set_state(rows, *start)
 
