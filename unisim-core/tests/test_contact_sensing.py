@@ -104,8 +104,7 @@ def test_the_mjwarp_contact_pass_equals_mujoco_warps_own_contact_sensors_on_tumb
             mjw.step(m, d)
             if step % 8:
                 continue
-            publish_contacts(m, d, tables, tables["force"], tables["in_contact"], tables["contact_ids"],
-                             tables["contact_force"])
+            publish_contacts(m, d, tables)
             sensor = wp.to_torch(d.sensordata)
             expected = torch.zeros(n, plan.rows, 3)
             for k, target in enumerate(plan.targets):  # MuJoCo orients it as the force the body exerts

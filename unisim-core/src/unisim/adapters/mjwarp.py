@@ -43,7 +43,7 @@ import mujoco_warp as mjw
 import torch
 import warp as wp
 
-from unisim.adapters.warp_contacts import contact_tables, publish_contacts
+from unisim.adapters.warp_contacts import contact_buffers, contact_tables, publish_contacts
 from unisim.adapters.warp_support import (
     body_origin_velocity,
     default_buffer_sizes,
@@ -284,9 +284,8 @@ class MjWarpBackend(SimBackend):
         for _ in range(substeps):
             mjw.step(self._m, self._d)
         self._publish()
-        c = self._contacts
-        if c:
-            publish_contacts(self._m, self._d, c, c["force"], c["in_contact"], c["contact_ids"], c["contact_force"])
+        if self._contacts:
+            publish_contacts(self._m, self._d, self._contacts)
 
     def _publish(self) -> None:
         """Recompute every derived view from qpos/qvel (no integration, no collision)."""
@@ -318,10 +317,8 @@ class MjWarpBackend(SimBackend):
                   inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
                   outputs=[wp.zeros((1, m.nbody), dtype=wp.vec3), wp.zeros((1, m.nbody), dtype=wp.vec3)])
         c = self._contacts
-        if c:  # the contact pass too, into one-world scratch outputs
-            rows, n = c["rows"], int(scratch.naconmax)
-            publish_contacts(m, d, c, wp.zeros((1, rows), dtype=wp.vec3), wp.zeros((1, rows), dtype=wp.bool),
-                             wp.array(list(range(n)), dtype=wp.int32), wp.zeros(n, dtype=wp.spatial_vector))
+        if c:  # the contact pass too, into one-world scratch buffers
+            publish_contacts(m, d, {**c, **contact_buffers(c["rows"], 1, int(scratch.naconmax))})
 
     def _capture(self, body) -> Any:
         try:

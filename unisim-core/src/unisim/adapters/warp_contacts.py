@@ -74,18 +74,6 @@ def contact_flags(
     in_contact[world, row] = wp.length(force[world, row]) > threshold[row]
 
 
-def _subtree(model: mujoco.MjModel, root: int) -> set[int]:
-    """Bodies whose ancestor chain reaches ``root`` (MuJoCo's xbody match), ``root`` included."""
-    out = set()
-    for body in range(model.nbody):
-        b = body
-        while b > root:
-            b = int(model.body_parentid[b])
-        if b == root:
-            out.add(body)
-    return out
-
-
 def _passing_geoms(model: mujoco.MjModel, filter: ContactFilter, other: int) -> set[int]:
     """Geoms on the other side that a target lets through."""
     geom_body = model.geom_bodyid
@@ -95,8 +83,8 @@ def _passing_geoms(model: mujoco.MjModel, filter: ContactFilter, other: int) -> 
         return {g for g in range(model.ngeom) if int(geom_body[g]) == other}
     if filter is ContactFilter.GEOMS:
         return {other}
-    subtree = _subtree(model, other)  # SELF: the sensed body's own tree
-    return {g for g in range(model.ngeom) if int(geom_body[g]) in subtree}
+    # SELF: ``other`` is the root of the sensed body's tree, so its subtree is the bodies of that root.
+    return {g for g in range(model.ngeom) if int(model.body_rootid[geom_body[g]]) == other}
 
 
 def contact_tables(model: mujoco.MjModel, plan: ContactPlan, num_envs: int, naconmax: int) -> dict[str, Any]:
@@ -120,21 +108,28 @@ def contact_tables(model: mujoco.MjModel, plan: ContactPlan, num_envs: int, naco
         "body_rows": wp.array([r for rows in rows_of for r in rows] or [0], dtype=wp.int32),
         "row_passes_geom": wp.array(passes, dtype=wp.int32),
         "threshold": wp.array(list(plan.thresholds), dtype=float),
-        "contact_ids": wp.array(list(range(naconmax)), dtype=wp.int32),
-        "contact_force": wp.zeros(naconmax, dtype=wp.spatial_vector),
-        "force": wp.zeros((num_envs, plan.rows), dtype=wp.vec3),
-        "in_contact": wp.zeros((num_envs, plan.rows), dtype=wp.bool),
+        **contact_buffers(plan.rows, num_envs, naconmax),
     }
 
 
-def publish_contacts(m: Any, d: Any, tables: dict[str, Any], force: wp.array, in_contact: wp.array,
-                     contact_ids: wp.array, contact_force: wp.array) -> None:
-    """The three launches of the module doc, for data ``d`` into ``force``/``in_contact``."""
-    rows = tables["rows"]
+def contact_buffers(rows: int, num_envs: int, naconmax: int) -> dict[str, wp.array]:
+    """The pass's per-contact scratch and its per-world outputs ``force``/``in_contact``."""
+    return {
+        "contact_ids": wp.array(list(range(naconmax)), dtype=wp.int32),
+        "contact_force": wp.zeros(naconmax, dtype=wp.spatial_vector),
+        "force": wp.zeros((num_envs, rows), dtype=wp.vec3),
+        "in_contact": wp.zeros((num_envs, rows), dtype=wp.bool),
+    }
+
+
+def publish_contacts(m: Any, d: Any, tables: dict[str, Any]) -> None:
+    """The three launches of the module doc, for data ``d`` into ``tables['force'|'in_contact']``."""
+    rows, force, contact_ids = tables["rows"], tables["force"], tables["contact_ids"]
     wp.launch(contact_zero, dim=(d.nworld, rows), outputs=[force])
-    mjw.contact_force(m, d, contact_ids, True, contact_force)
+    mjw.contact_force(m, d, contact_ids, True, tables["contact_force"])
     wp.launch(contact_accumulate, dim=contact_ids.shape[0],
-              inputs=[d.nacon, d.contact.geom, d.contact.worldid, contact_force, m.geom_bodyid,
+              inputs=[d.nacon, d.contact.geom, d.contact.worldid, tables["contact_force"], m.geom_bodyid,
                       tables["body_row_start"], tables["body_rows"], tables["row_passes_geom"]],
               outputs=[force])
-    wp.launch(contact_flags, dim=(d.nworld, rows), inputs=[force, tables["threshold"]], outputs=[in_contact])
+    wp.launch(contact_flags, dim=(d.nworld, rows), inputs=[force, tables["threshold"]],
+              outputs=[tables["in_contact"]])
