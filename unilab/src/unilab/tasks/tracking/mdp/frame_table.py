@@ -1,7 +1,7 @@
 """A motion library's clips on the env device, flattened: one row per frame of every clip.
 
 A frame is addressed by a global index ``start[clip] + frame``. Every per-frame quantity is
-also packed side by side into one row of ``packed`` (columns in ``columns``), so looking up
+packed side by side into that frame's row of ``packed`` (columns in ``columns``), so looking up
 the whole reference of all envs is one gather, with no per-env Python. Only what the task
 reads is kept: the joint state, the root (free-joint body) state and the states of the
 tracked bodies (the anchor among them).
@@ -39,24 +39,20 @@ class FrameTable:
             return torch.cat([get(c) for c in clips]).to(device)
 
         idx = lambda c, names: [c.body_names.index(b) for b in names]
-        self.joint_pos = cat(lambda c: c.joint_pos)
-        self.joint_vel = cat(lambda c: c.joint_vel)
         root = lambda c: c.body_names.index(root_body)
-        self.root_pos = cat(lambda c: c.body_pos_w[:, root(c)])
-        self.root_quat = cat(lambda c: c.body_quat_w[:, root(c)])
-        self.root_lin_vel = cat(lambda c: c.body_lin_vel_w[:, root(c)])
-        self.root_ang_vel = cat(lambda c: c.body_ang_vel_w[:, root(c)])
-        self.body_pos = cat(lambda c: c.body_pos_w[:, idx(c, tracked_bodies)])
-        self.body_quat = cat(lambda c: c.body_quat_w[:, idx(c, tracked_bodies)])
-        self.body_lin_vel = cat(lambda c: c.body_lin_vel_w[:, idx(c, tracked_bodies)])
-        self.body_ang_vel = cat(lambda c: c.body_ang_vel_w[:, idx(c, tracked_bodies)])
         # Order matters to readers: joint_pos/joint_vel (the command) and body_lin_vel/body_ang_vel
         # (a twist) are adjacent, so each pair is one view of the packed row.
-        parts = {"joint_pos": self.joint_pos, "joint_vel": self.joint_vel, "root_pos": self.root_pos,
-                 "root_quat": self.root_quat, "root_lin_vel": self.root_lin_vel, "root_ang_vel": self.root_ang_vel,
-                 "body_pos": self.body_pos, "body_quat": self.body_quat, "body_lin_vel": self.body_lin_vel,
-                 "body_ang_vel": self.body_ang_vel}
-        frames = self.joint_pos.shape[0]
+        parts = {
+            "joint_pos": cat(lambda c: c.joint_pos), "joint_vel": cat(lambda c: c.joint_vel),
+            "root_pos": cat(lambda c: c.body_pos_w[:, root(c)]), "root_quat": cat(lambda c: c.body_quat_w[:, root(c)]),
+            "root_lin_vel": cat(lambda c: c.body_lin_vel_w[:, root(c)]),
+            "root_ang_vel": cat(lambda c: c.body_ang_vel_w[:, root(c)]),
+            "body_pos": cat(lambda c: c.body_pos_w[:, idx(c, tracked_bodies)]),
+            "body_quat": cat(lambda c: c.body_quat_w[:, idx(c, tracked_bodies)]),
+            "body_lin_vel": cat(lambda c: c.body_lin_vel_w[:, idx(c, tracked_bodies)]),
+            "body_ang_vel": cat(lambda c: c.body_ang_vel_w[:, idx(c, tracked_bodies)]),
+        }
+        frames = parts["joint_pos"].shape[0]
         self.packed = torch.cat([t.reshape(frames, -1) for t in parts.values()], dim=1).contiguous()
         self.columns: dict[str, tuple[int, int]] = {}
         start = 0
