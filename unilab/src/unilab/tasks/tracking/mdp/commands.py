@@ -228,9 +228,8 @@ class MotionCommand(CommandTerm):
         pos, ang = self.errors()
         entropy, top = self.sampler.entropy_and_top()
         dist = torch.linalg.vector_norm(pos, dim=-1)
-        return torch.cat((torch.stack((dist[:, 0].mean(), ang[:, 0].mean(), dist[:, 1:].mean(), ang[:, 1:].mean(),
-                                       (self.ref_joint_pos - self.env.robot.joint_pos).abs().mean())),
-                          entropy.reshape(1), top.reshape(1)))
+        return torch.stack((dist[:, 0].mean(), ang[:, 0].mean(), dist[:, 1:].mean(), ang[:, 1:].mean(),
+                            (self.ref_joint_pos - self.env.robot.joint_pos).abs().mean(), entropy, top))
 
 
 class MotionCommandCfg(CommandTermCfg):

@@ -44,7 +44,8 @@ class tracking_rewards:
         c, robot, am = self.command, env.robot, env.action_manager
         pos, ang = c.errors()
         pos_sq, ang_sq = pos.square().sum(-1), ang.square()
-        vel = torch.stack((robot.body_lin_vel_w[:, c.body_index], robot.body_ang_vel_w[:, c.body_index]), dim=1)
+        vel = torch.stack((robot.body_lin_vel_w.index_select(1, c.body_index),
+                           robot.body_ang_vel_w.index_select(1, c.body_index)), dim=1)
         vel_sq = (c.ref_body_twist_w - vel).square().sum(-1).mean(-1)  # (N, 2): linear, angular
         errors = torch.stack((pos_sq[:, 0], ang_sq[:, 0], pos_sq[:, 1:].mean(-1), ang_sq[:, 1:].mean(-1),
                               vel_sq[:, 0], vel_sq[:, 1]), dim=1)
