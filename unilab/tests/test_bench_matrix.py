@@ -255,7 +255,12 @@ def test_the_probe_finds_each_trees_name_for_the_comparison_flag(tmp_path):
     assert cmd[cmd.index("--unfused-task") + 1] == ""
 
 
-def _fake_units(calls):
+@pytest.fixture
+def fake_units(monkeypatch):
+    """Every tree has both runners; each unit writes a small record (with its command, as the
+    runners do) and is logged as (tree, kind, file name)."""
+    calls: list[tuple[str, str, str]] = []
+
     def run_unit(tree, cmd, out, timeout_s):
         kind = "env" if "unilab_bench.env_step" in cmd else "collector"
         calls.append((tree.label, kind, out.name))
@@ -263,39 +268,47 @@ def _fake_units(calls):
                   "phases_ms_per_step": {"reset_done_ms": 1.0}}
         if kind == "collector":
             record = {"env_steps_per_s_no_learning": {"median": 90.0}}
+        record["command"] = " ".join([f"/tree/{kind}.py", *cmd[3:]])
         out.write_text(json.dumps(record))
         return {"status": "ok", "record": record, "wall_s": 0.0}
-    return run_unit
 
-
-def test_smoke_cases_run_in_the_first_round_only(tmp_path, monkeypatch):
-    calls: list = []
     monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": True, "tasks": None})
-    monkeypatch.setattr(matrix, "run_unit", _fake_units(calls))
+    monkeypatch.setattr(matrix, "run_unit", run_unit)
+    return calls
+
+
+def test_smoke_cases_run_in_the_first_round_only(tmp_path, fake_units):
     cases = matrix.select_cases("*/mjwarp,*/genesis", "cuda")
     settings = matrix.Settings("cuda", 4, 3, 5, 1, 0.1, 1, 10.0)
     results = matrix.run_matrix(cases, settings, [matrix.Tree("head", tmp_path, "h")], tmp_path, log=lambda *_: None)
     assert len(results["fastsac/g1_walk_flat/genesis"]["head"]["samples"]) == 1
     assert len(results["fastsac/g1_walk_flat/mjwarp"]["head"]["samples"]) == 3
-    assert sum(1 for _, kind, name in calls if kind == "collector" and "genesis" in name) == 3
+    assert sum(1 for _, kind, name in fake_units if kind == "collector" and "genesis" in name) == 3
 
 
-def test_a_run_started_again_with_the_same_units_reuses_what_it_finished(tmp_path, monkeypatch):
-    calls: list = []
-    monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": True, "tasks": None})
-    monkeypatch.setattr(matrix, "run_unit", _fake_units(calls))
+def test_a_run_started_again_with_the_same_units_reuses_what_it_finished(tmp_path, fake_units):
     cases = matrix.select_cases("fastsac/g1_walk_flat/mujoco", "cpu")
     settings = matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0)
     tree = matrix.Tree("head", tmp_path, "h")
     rounds_seen: list[int] = []
     matrix.run_matrix(cases, settings, [tree], tmp_path, log=lambda *_: None,
                       on_round=lambda results, done: rounds_seen.append(done))
-    assert rounds_seen == [1, 2, 3] and len(calls) == 6
+    assert rounds_seen == [1, 2, 3] and len(fake_units) == 6
     (tmp_path / "head-r2-collector-fastsac-g1_walk_flat-mujoco.json").unlink()  # as if cut short there
     again = matrix.run_matrix(cases, settings, [tree], tmp_path, log=lambda *_: None)
-    assert [name for _, _, name in calls[6:]] == ["head-r2-collector-fastsac-g1_walk_flat-mujoco.json"]
+    assert [name for _, _, name in fake_units[6:]] == ["head-r2-collector-fastsac-g1_walk_flat-mujoco.json"]
     units = again["fastsac/g1_walk_flat/mujoco"]["head"]["units"]
     assert [u["reused"] for u in units] == [True] * 5 + [False]
+
+
+def test_units_made_with_other_settings_are_refused_not_reused(tmp_path, fake_units):
+    cases = matrix.select_cases("fastsac/g1_walk_flat/mujoco", "cpu")
+    tree = matrix.Tree("head", tmp_path, "h")
+    matrix.run_matrix(cases, matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0), [tree], tmp_path, log=lambda *_: None)
+    with pytest.raises(ValueError, match="--units: head-r0-env-g1_walk_flat-mujoco.json was made by another command"):
+        matrix.run_matrix(cases, matrix.Settings("cpu", 8, 3, 5, 1, 0.1, 1, 10.0), [tree], tmp_path,
+                          log=lambda *_: None)  # 8 envs, not 4
+    assert len(fake_units) == 6  # nothing ran for the refused run
 
 
 def test_units_measured_on_another_machine_are_refused(tmp_path):

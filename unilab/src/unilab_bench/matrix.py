@@ -199,10 +199,16 @@ def run_unit(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[st
 
 def reuse_or_run(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[str, Any]:
     """A unit whose record is already in the units folder (a run cut short and started again
-    with the same ``--units``) is read, not run again; a failed unit left no record and runs."""
-    if out.exists():
-        return {"status": "ok", "record": json.loads(out.read_text()), "wall_s": None, "reused": True}
-    return run_unit(tree, cmd, out, timeout_s)
+    with the same ``--units``) is read, not run again; a failed unit left no record and runs.
+    A record made by another command (other settings) is refused: it would pair unlike figures."""
+    if not out.exists():
+        return run_unit(tree, cmd, out, timeout_s)
+    record = json.loads(out.read_text())
+    made_by = str(record.get("command", "")).split()[1:]  # the runner's argv, after its own path
+    if made_by != " ".join(cmd[3:]).split():  # cmd: python -m MODULE ARGS...
+        raise ValueError(f"--units: {out.name} was made by another command ({' '.join(made_by)!r}, not "
+                         f"{' '.join(cmd[3:])!r}); use an empty folder or the same settings")
+    return {"status": "ok", "record": record, "wall_s": None, "reused": True}
 
 
 # ---- the driver -------------------------------------------------------------------------
@@ -369,7 +375,10 @@ def main(argv: list[str] | None = None) -> int:
             trees = [Tree("base", worktrees[-1], base_commit), head]
         print(f"matrix: {len(cases)} cases x {len(trees)} trees x {settings.rounds} rounds on {device}, "
               f"{settings.num_envs} envs")
-        results = run_matrix(cases, settings, trees, units, on_round=write_partial)
+        try:
+            results = run_matrix(cases, settings, trees, units, on_round=write_partial)
+        except ValueError as error:  # a units folder that does not fit this run
+            p.error(str(error))
     finally:
         for tree in worktrees:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
