@@ -22,9 +22,10 @@ every round next to raw physics and the env (zero policy for both), with its own
 host-sync and Python-call counts; the record adds ``reference`` and the ratios
 ``env_to_reference_ratio`` and ``reference_to_raw_ratio`` (of medians).
 
-``--gap-rows`` adds two raw rows that split the env's gap to raw physics
-(``unilab_bench.gap_rows``): raw plus the env's per-step state write, and raw plus as many small
-torch ops as the env dispatches per step.
+``--gap-rows`` adds raw rows that split the env's gap to raw physics (``unilab_bench.gap_rows``):
+raw plus the env's per-step state write, raw plus as many small torch ops as the env dispatches
+per step, and raw physics replaying the env's recorded state writes (its physics workload;
+``ratio_to_raw_median.env_vs_raw_replaying_env_writes`` is the runtime's own cost on it).
 """
 
 from __future__ import annotations
