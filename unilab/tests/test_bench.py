@@ -91,21 +91,23 @@ def test_gap_rows_time_raw_physics_plus_the_state_write_and_plus_the_envs_op_cou
     assert record["gap_rows_torch_ops_per_step"] == round(record["dispatch_per_env_step"]["kernel_ops_per_step"])
 
 
+def _run_steps(device, n, fn) -> float:
+    """A gap row's timer, untimed: the steps only."""
+    for k in range(n):
+        fn(k)
+    return 1.0
+
+
 def test_a_gap_row_steps_physics_then_puts_the_envs_state_back():
     from unilab.registry import make_manager_based_rl_env
     from unilab_bench import gap_rows
-
-    def run_steps(device, n, fn) -> float:
-        for k in range(n):
-            fn(k)
-        return 1.0
 
     env = make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=2, seed=0)
     try:
         env.step(torch.zeros(2, env.action_dim))
         qpos = env.backend.views().qpos.clone()
-        for row in (lambda: gap_rows.raw_with_torch_ops(env, 3, run_steps, 4),
-                    lambda: gap_rows.raw_with_state_write(env, 3, run_steps)):
+        for row in (lambda: gap_rows.raw_with_torch_ops(env, 3, _run_steps, 4),
+                    lambda: gap_rows.raw_with_state_write(env, 3, _run_steps)):
             before = env.backend.diagnostics()["physics_steps"]
             row()
             assert env.backend.diagnostics()["physics_steps"] - before == 3 * env.decimation
@@ -121,8 +123,7 @@ def test_the_replay_row_does_the_envs_physics_workload_and_leaves_the_env_where_
     seen = {}
 
     def run_steps(device, n, fn) -> float:
-        for k in range(n):
-            fn(k)
+        _run_steps(device, n, fn)
         seen["replayed"] = env.backend.views().qpos.clone()
         return 1.0
 
