@@ -23,6 +23,9 @@ def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -
     return {
         "collector_steps_per_s_no_learning": _get(collector, "env_steps_per_s_no_learning", "median"),
         "collector_steps_per_s_with_learning": _get(collector, "env_steps_per_s_with_learning", "median"),
+        # The learner on its own CUDA stream beside collection (overlap_learning; CUDA only).
+        "collector_steps_per_s_with_learning_overlapped": _get(collector, "env_steps_per_s_with_learning_overlapped",
+                                                               "median"),
         "env_steps_per_s_streamed": _get(env, "env_steps_per_s", "env_zero", "median"),
         "env_random_steps_per_s_streamed": _get(env, "env_steps_per_s", "env_random", "median"),
         "raw_physics_steps_per_s_streamed": _get(env, "env_steps_per_s", "raw", "median"),
@@ -63,6 +66,7 @@ def summarize_side(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]
 
 
 SUMMARY_METRICS = ("collector_steps_per_s_no_learning", "collector_steps_per_s_with_learning",
+                   "collector_steps_per_s_with_learning_overlapped",
                    "env_steps_per_s_streamed", "raw_physics_steps_per_s_streamed", "env_to_raw_ratio_streamed",
                    "paired_single_step_ratio_drift_control", "env_to_replay_ratio_streamed", "update_state_ms", "reset_done_ms",
                    "reset_done_reset_call_ms", "backend_step_ms", "replay_ms", "learner_ms",

@@ -10,9 +10,16 @@ counted. Dropping rows instead of the whole step keeps one broken env from stall
 
 Episode return and length are computed here, once, for any env under the contract (from the
 rewards and done flags it returns); the env reports what its terms declare (``metric_names``).
+
+Acting ahead (``set_act_ahead``): when the learner runs on a stream of its own
+(unilab_rl.learner_stream), the collector computes the next step's action at the end of this
+step, after waiting for the learner's last updates, so that the learner's next updates can
+run while the next env step does.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -59,11 +66,21 @@ class Collector:
         self.env_log_sums: dict[str, torch.Tensor] = {}
         self.env_log_count = 0
         self.steps = 0
+        self.wait_for_learner: Callable[[], None] | None = None  # set: act ahead
+        self.next_action: torch.Tensor | None = None
+
+    def set_act_ahead(self, wait_for_learner: Callable[[], None] | None) -> None:
+        """Act for the next step at the end of this one, after ``wait_for_learner()`` (None:
+        act at the start of each step, with the weights of every update issued before it)."""
+        self.wait_for_learner = wait_for_learner
+        self.next_action = None
 
     def step(self, deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Advance every env once; returns (terminated, truncated) for callers that count episodes."""
-        with self.timer.phase("policy"):
-            action = self.agent.act(self.obs, deterministic=deterministic)
+        action, self.next_action = self.next_action, None
+        if action is None:
+            with self.timer.phase("policy"):
+                action = self.agent.act(self.obs, deterministic=deterministic)
         with self.timer.phase("env_step"):
             output = self.env.step(action)
         if not self.checked_first_step:
@@ -81,10 +98,15 @@ class Collector:
             }
             if self.replay is not None:
                 self.replay.add(self.obs, action, reward, bootstrap_obs, terminated, truncated, valid=finite)
-            self.agent.observe(next_obs, reward, terminated, truncated)
             self._track_episodes(reward, done, terminated)
             self._accumulate_env_log(info.get(INFO_LOG))
+            if self.wait_for_learner is not None:
+                self.wait_for_learner()  # the agent's state is the learner's until its updates finish
+            self.agent.observe(next_obs, reward, terminated, truncated)
         self.obs = next_obs
+        if self.wait_for_learner is not None:
+            with self.timer.phase("policy"):
+                self.next_action = self.agent.act(next_obs, deterministic=deterministic)
         self.steps += 1
         self.timer.advance()
         return terminated, truncated

@@ -97,14 +97,20 @@ class ReplayBuffer:
         if self.size > 0:
             self.window_end[(self.write_index - 1) % self.capacity] |= rows
 
-    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> ReplayBatch:
+    def sample(self, batch_size: int, generator: torch.Generator | None = None,
+               exclude_next_write: bool = False) -> ReplayBatch:
+        """``exclude_next_write``: never read the slot the next ``add`` overwrites (the oldest,
+        once the ring is full), for a learner that samples while that ``add`` runs."""
         if self.size == 0:
             raise RuntimeError("cannot sample from an empty replay buffer")
+        skip_oldest = exclude_next_write and self.size == self.capacity
+        if skip_oldest and self.size < 2:
+            raise RuntimeError("exclude_next_write needs a replay capacity of at least 2 steps per env")
         # Oversample 2x and keep valid rows first, so quarantined rows (rare) are skipped
         # without a host sync; if more than half the candidates are invalid some slip
         # through, which only happens when the env is broken (and is counted upstream).
         candidates = 2 * batch_size
-        age = torch.randint(0, self.size, (candidates,), device=self.device, generator=generator)
+        age = torch.randint(int(skip_oldest), self.size, (candidates,), device=self.device, generator=generator)
         env = torch.randint(0, self.num_envs, (candidates,), device=self.device, generator=generator)
         oldest = (self.write_index - self.size) % self.capacity
         start = (oldest + age) % self.capacity

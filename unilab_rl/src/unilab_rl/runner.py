@@ -20,6 +20,7 @@ from unilab_rl.algo_config import OffPolicyConfig
 from unilab_rl.checkpoint import NonFiniteState, capture_rng_state, restore_rng_state, save_checkpoint
 from unilab_rl.collector import Collector
 from unilab_rl.contract import EnvSpec, OffPolicyAgent, RunnerEnv
+from unilab_rl.learner_stream import LearnerStream
 from unilab_rl.replay import ReplayBuffer
 from unilab_rl.timing import SampledPhaseTimer
 
@@ -30,6 +31,8 @@ class RunnerConfig(BaseModel):
     log_every: int = Field(50, ge=1, description="vectorized env steps between log flushes")
     checkpoint_every: int = Field(5000, ge=1, description="vectorized env steps between checkpoints")
     timing_sample_every: int = Field(10, ge=1, description="steps between device-synced phase timings")
+    overlap_learning: bool = Field(False, description="CUDA only: run the updates on a stream of their own "
+                                   "while the next env step runs; the acting policy is one update round stale")
 
 
 class LearnerDiverged(RuntimeError):
@@ -81,6 +84,8 @@ class OffPolicyRunner:
             self.spec.num_envs, algo_config.replay_capacity_per_env, self.spec.observation_spec,
             self.spec.action_dim, algo_config.n_step, algo_config.gamma, self.spec.device, obs_dtype)
         self.collector = Collector(env, self.spec, agent, self.replay, self.timer)
+        self.learner_stream: LearnerStream | None = None
+        self.set_overlap_learning(self.config.overlap_learning)
         self.env_steps = 0  # transitions, summed over envs
         self.iterations = 0  # vectorized env steps
         self.updates = 0
@@ -139,6 +144,7 @@ class OffPolicyRunner:
                     self._advance_bar(bar, last_metrics, now - start, max_seconds)
             if self.out_dir is not None and self.iterations % self.config.checkpoint_every == 0:
                 self.save(self.out_dir / "checkpoint.pt")
+        self.join_learner()
         wall_s = time.perf_counter() - start
         if interval_steps:
             last_metrics = self._flush(interval_steps / max(time.perf_counter() - interval_start, 1e-9))
@@ -154,22 +160,44 @@ class OffPolicyRunner:
         return TrainResult(self.env_steps, self.updates, wall_s, interrupted, last_metrics, checkpoint)
 
     # ---- learning -------------------------------------------------------------------------
+    def set_overlap_learning(self, enabled: bool) -> None:
+        """Learn beside collection (unilab_rl.learner_stream) or after each env step; may be
+        switched between steps (the collector benchmark times both in one process)."""
+        stream = LearnerStream(self.spec.device) if enabled else None  # refuses a non-CUDA device first
+        self.join_learner()
+        self.learner_stream = stream
+        self.collector.set_act_ahead(stream.wait_for_updates if stream is not None else None)
+        self.config.overlap_learning = enabled
+
+    def join_learner(self) -> None:
+        """Order what follows on the current stream after every update issued so far."""
+        if self.learner_stream is not None:
+            self.learner_stream.join()
+
     def learn(self) -> None:
         """Run the gradient updates this env step has earned (none before learning_starts)."""
         if len(self.replay) < max(self.algo_config.learning_starts, self.algo_config.batch_size):
             return
         self.update_credit += self.algo_config.updates_per_step
         with self.timer.phase("learner"):
-            while self.update_credit >= 1.0:
-                batch = self.replay.sample(self.algo_config.batch_size)
-                for key, value in self.agent.update(batch).items():
-                    self.update_sums[key] = self.update_sums.get(key, 0.0) + value.float()
-                self.update_count += 1
-                self.updates += 1
-                self.update_credit -= 1.0
+            if self.learner_stream is None:
+                self._updates(exclude_next_write=False)
+            else:
+                with self.learner_stream.updates():
+                    self._updates(exclude_next_write=True)
+
+    def _updates(self, exclude_next_write: bool) -> None:
+        while self.update_credit >= 1.0:
+            batch = self.replay.sample(self.algo_config.batch_size, exclude_next_write=exclude_next_write)
+            for key, value in self.agent.update(batch).items():
+                self.update_sums[key] = self.update_sums.get(key, 0.0) + value.float()
+            self.update_count += 1
+            self.updates += 1
+            self.update_credit -= 1.0
 
     # ---- logging --------------------------------------------------------------------------
     def _flush(self, steps_per_s: float) -> dict[str, float]:
+        self.join_learner()  # the loss sums are the learner stream's
         metrics: dict[str, float] = {"perf/env_steps_per_s": steps_per_s, "progress/updates": float(self.updates),
                                      "progress/replay_transitions": float(len(self.replay))}
         metrics.update(self.collector.flush())
@@ -225,6 +253,7 @@ class OffPolicyRunner:
         return self.elapsed_before_resume_s + running
 
     def save(self, path: Path) -> None:
+        self.join_learner()
         if self.update_sums:  # never replace a good checkpoint with diverged weights (one sync; saves are rare)
             self._checked_update_sums()
         try:  # save_checkpoint refuses NaN or inf anywhere in the state (losses may be finite while a weight is not)
@@ -261,6 +290,7 @@ class OffPolicyRunner:
 
     def restore(self, document: dict[str, Any]) -> None:
         """Continue from a validated checkpoint document (see checkpoint.load_checkpoint)."""
+        self.join_learner()
         self.agent.load_state_dict(document["agent"])
         counters = document["counters"]
         self.env_steps = int(counters["env_steps"])

@@ -1,8 +1,9 @@
-"""``unilab-bench collector``: collector env-steps/s without and with learning.
+"""``unilab-bench collector``: collector env-steps/s without and with learning (and, on a CUDA
+device, with learning beside collection: ``overlap_learning``).
 
 Method (docs/perf/README.md): same process, env and num_envs for both modes; warm up first
 (replay filled past one batch, kernels compiled, a few updates); then ``--samples``
-interleaved pairs (no-learn, learn) of ``--seconds`` each, device synchronized before every
+interleaved pairs (no-learn, learn; plus learn overlapped on CUDA) of ``--seconds`` each, device synchronized before every
 clock read; min/median/max reported and written as a JSON record with the command, commit,
 versions and device.
 """
@@ -116,10 +117,21 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         while len(runner.replay) < config.batch_size:
             runner.collector.step()
         timed_rate(runner, min(args.seconds, 2.0), learn=True)  # warm-up: compiles, first updates
-        no_learn, learn = [], []
+        # Learning beside collection (the learner on its own CUDA stream) is a third mode where a
+        # CUDA device allows it; it is switched on and off between samples on the same runner.
+        overlap = spec.device.type == "cuda"
+        if overlap:
+            runner.set_overlap_learning(True)
+            timed_rate(runner, min(args.seconds, 1.0), learn=True)
+            runner.set_overlap_learning(False)
+        no_learn, learn, learn_overlapped = [], [], []
         for _ in range(args.samples):
             no_learn.append(timed_rate(runner, args.seconds, learn=False))
             learn.append(timed_rate(runner, args.seconds, learn=True))
+            if overlap:
+                runner.set_overlap_learning(True)
+                learn_overlapped.append(timed_rate(runner, args.seconds, learn=True))
+                runner.set_overlap_learning(False)
         # Phase breakdown in a separate sample: synchronizing around every phase slows the
         # loop, so it must not pollute the throughput samples above.
         runner.timer.sample_every = 1
@@ -137,8 +149,12 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "samples": args.samples, "seconds_per_sample": args.seconds, "algo_config": config.model_dump(),
         "env_steps_per_s_no_learning": summarize(no_learn), "env_steps_per_s_with_learning": summarize(learn),
         "learning_cost_ratio": statistics.median(learn) / statistics.median(no_learn),
+        # None where the device has no CUDA streams to overlap on.
+        "env_steps_per_s_with_learning_overlapped": summarize(learn_overlapped) if overlap else None,
+        "overlapped_learning_cost_ratio": (statistics.median(learn_overlapped) / statistics.median(no_learn)
+                                           if overlap else None),
         "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
-        "raw": {"no_learning": no_learn, "with_learning": learn},
+        "raw": {"no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped},
     }
     return record
 

@@ -374,6 +374,8 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
     try:
         runner = OffPolicyRunner(env, agent, config, identity, args.out if rank is None or rank.is_main else None,
                                  None, plan["runner_config"])
+    except ValueError as error:  # a runner setting this device cannot run (overlap_learning on the host)
+        raise UsageError(str(error)) from None
     except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
         transitions = args.num_envs * config.replay_capacity_per_env
         raise UsageError(f"allocating the replay buffer failed: --num-envs {args.num_envs} x "
@@ -473,6 +475,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
                                 print_every_s=None if show_bar else line_every_s, on_write=tracker.observe)
             sink.set_max_episode_length(spec.max_episode_length)
             runner.sink = sink
+        if rank is not None and runner.learner_stream is not None:
+            raise UsageError("overlap_learning=true runs in one process only: its learner stream has not been "
+                             "checked with the data-parallel gradient all-reduce; drop it or --nproc")
         if rank is not None:
             distributed.synchronize_learner(agent, rank)
             agent.gradient_hook = distributed.average_gradients

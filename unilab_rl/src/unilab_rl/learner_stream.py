@@ -1,0 +1,56 @@
+"""Learning beside collection: the learner's updates on a CUDA stream of their own.
+
+Sequential collection issues env step t, then the updates step t earned, then env step t+1,
+all on one stream, so the GPU runs one of them at a time although a 4096-env physics step
+leaves much of a large GPU idle. With the updates on their own stream, those of step t run
+while env step t+1 runs.
+
+The price is a policy one update round stale: the collector computes the action of step t+1
+at the end of step t, before step t's updates (sequential collection computes it after
+them). Everything the two streams share keeps a fixed order:
+- the learner stream waits for the env stream where the updates are issued, so they read
+  step t's transition and the normalizer statistics that observing step t wrote;
+- the env stream waits for the updates before the agent observes step t+1 and acts for step
+  t+2 (``wait_for_updates``), so the agent's weights and statistics are never read on one
+  stream while the other writes them;
+- while step t+1 writes its replay slot, step t's updates sample around it
+  (``ReplayBuffer.sample(exclude_next_write=True)``);
+- whatever reads the learner's results on the host (loss sums, checkpoints) joins first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+class LearnerStream:
+    def __init__(self, device: torch.device) -> None:
+        if device.type != "cuda":
+            raise ValueError(f"overlap_learning=true needs a CUDA device, got {device}: on the host the env "
+                             "and the learner share the same cores, so there is nothing to overlap")
+        self.device = device
+        self.stream = torch.cuda.Stream(device)
+        self.updates_done = torch.cuda.Event()
+        self.recorded = False
+
+    @contextmanager
+    def updates(self) -> Iterator[None]:
+        """Run the body (the gradient updates) on the learner stream, after the env stream's
+        work issued so far."""
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.stream):
+            yield
+        self.updates_done.record(self.stream)
+        self.recorded = True
+
+    def wait_for_updates(self) -> None:
+        """Make the env stream wait for the updates issued last (before the agent is touched)."""
+        if self.recorded:
+            torch.cuda.current_stream(self.device).wait_event(self.updates_done)
+
+    def join(self) -> None:
+        """Make the current stream wait for everything issued on the learner stream."""
+        torch.cuda.current_stream(self.device).wait_stream(self.stream)
