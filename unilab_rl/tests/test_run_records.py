@@ -48,7 +48,8 @@ def test_the_run_record_holds_the_resolved_configuration_and_provenance(tmp_path
     assert record["budget"] == {"steps": 160, "minutes": None}
     trained = load_checkpoint(tmp_path / "run" / "checkpoint.pt")["algo_config"]
     assert record["algo_config"] == json.loads(json.dumps(trained))  # every field, as validated
-    assert record["runner_config"] == {"log_every": 4, "checkpoint_every": 1000, "timing_sample_every": 3}
+    assert record["runner_config"] == {"log_every": 4, "checkpoint_every": 1000, "timing_sample_every": 3,
+                                       "overlap_learning": False}
     assert record["env_overrides"] == {"max_episode_length": "10"}
     assert record["goals"] == ["collector/episode_return>-100"]
     assert record["versions"]["torch"] and "unilab-rl" in record["versions"]
@@ -148,3 +149,14 @@ def test_export_refuses_bad_arguments_before_reading_the_checkpoint(tmp_path, ca
 
     assert export_cli.main(["--checkpoint", str(tmp_path / "missing.pt"), *extra]) == export_cli.EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+def test_learning_beside_collection_on_the_host_is_bad_input_that_names_the_setting(tmp_path, capsys):
+    # The gpu presets turn it on for FastSAC; on a CPU device the run must stop before it
+    # claims --out, saying which setting to drop.
+    argv = ["--task", "fake_task", "--backend", "fake", "--algo", "fastsac", "--num-envs", "8", "--steps", "16",
+            "--out", str(tmp_path / "run"), "--no-tensorboard", *tokens("fastsac"), "overlap_learning=true"]
+    assert run_train(argv) == 2
+    err = capsys.readouterr().err
+    assert "overlap_learning=true needs a CUDA device" in err and "overlap_learning=false" in err
+    assert not (tmp_path / "run").exists()

@@ -30,7 +30,8 @@ class LearnerStream:
     def __init__(self, device: torch.device) -> None:
         if device.type != "cuda":
             raise ValueError(f"overlap_learning=true needs a CUDA device, got {device}: on the host the env "
-                             "and the learner share the same cores, so there is nothing to overlap")
+                             "and the learner share the same cores, so there is nothing to overlap; "
+                             "pass overlap_learning=false")
         self.device = device
         self.stream = torch.cuda.Stream(device)
         self.updates_done = torch.cuda.Event()
