@@ -278,3 +278,23 @@ def test_a_goal_on_a_metric_the_env_does_not_declare_is_bad_input(tmp_path, caps
     err = capsys.readouterr().err
     assert "unknown metric 'env/metrics/nope'" in err and "env/fake_phase_ms" in err
     assert not (out / "metrics.jsonl").exists()
+
+
+def test_start_up_is_said_and_kept_apart_from_the_training_budget(tmp_path, capsys, monkeypatch):
+    # A slow env build must show up as start-up, not as training time.
+    import time as time_module
+
+    import unilab_rl.cli.train as train_module
+
+    real_build = train_module.build_env
+
+    def slow_build(*args, **kwargs):
+        time_module.sleep(0.3)
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "build_env", slow_build)
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + [*TINY_TOKENS, "max_episode_length=10"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0.3 <= summary["startup_s"] <= summary["process_wall_s"] - summary["wall_s"] + 0.1
+    assert f"unilab-train: start-up took {summary['startup_s']:.1f} s; training starts" in capsys.readouterr().out

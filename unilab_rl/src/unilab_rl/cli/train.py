@@ -488,10 +488,15 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
             budget_steps = runner.env_steps + DEFAULT_STEPS
         if sink is not None:
             sink.set_budget(runner.env_steps, budget_steps, runner.elapsed_before_resume_s, budget_seconds)
+        # Start-up (env build, graph capture, learner and replay allocation) is not training
+        # time: said here, and kept in the summary apart from the budget.
+        startup_s = time.perf_counter() - started
+        if is_main:
+            print(f"unilab-train: start-up took {startup_s:.1f} s; training starts", flush=True)
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
-            _write_summary(args, result, tracker, started)
+            _write_summary(args, result, tracker, started, startup_s)
     finally:
         if stopper is not None:
             stopper.restore()
@@ -528,10 +533,12 @@ def run_record(args: argparse.Namespace, plan: dict[str, Any], spec: EnvSpec, wo
     }
 
 
-def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float) -> None:
+def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
+                   startup_s: float) -> None:
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
+               "startup_s": round(startup_s, 1),  # from the command's start to the first training step
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
                **tracker.summary()}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)
