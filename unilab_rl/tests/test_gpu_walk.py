@@ -26,9 +26,9 @@ def test_a_preset_fills_what_the_command_line_leaves_unset():
                                                            "--goal", "collector/episode_return>1"])
     train_cli.apply_preset(args)
     preset = PRESETS["gpu_walk"]
-    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "flashsac", 9.0)
+    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 9.0)
     assert args.num_envs == 8  # the flag wins
-    assert args.overrides[-1] == "gamma=0.9" and "batch_size=8192" in args.overrides  # the override wins (last)
+    assert args.overrides[-1] == "gamma=0.9" and "overlap_learning=true" in args.overrides  # the override wins (last)
     assert args.goal == [*preset.goals, "collector/episode_return>1"]
 
 
