@@ -167,6 +167,11 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     assert record["env_steps_per_s_no_learning"]["median"] > 0
     assert record["env_steps_per_s_with_learning"]["median"] > 0
     assert len(record["raw"]["with_learning"]) == 2
+    # Learning beside collection needs CUDA streams: on the host it is not timed, and says so.
+    assert record["env_steps_per_s_with_learning_overlapped"] is None
+    assert record["overlapped_learning_cost_ratio"] is None and record["raw"]["with_learning_overlapped"] == []
+    printed = capsys.readouterr().out
+    assert "collector with_learning " in printed and "overlapped" not in printed
     dispatch = record["dispatch_per_collector_step"]
     assert dispatch["kernel_ops_per_collector_step"] > 0
     assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host

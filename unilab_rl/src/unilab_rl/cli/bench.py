@@ -217,11 +217,14 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     except (ValueError, KeyError) as error:
         print(f"unilab-bench: error: {error}", file=sys.stderr)
         return 2
-    for mode in ("no_learning", "with_learning"):
+    for mode in ("no_learning", "with_learning", "with_learning_overlapped"):
         stats = record[f"env_steps_per_s_{mode}"]
-        print(f"collector {mode:14s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
-              f"max {stats['max']:10.0f}")
+        if stats is not None:  # the overlapped mode needs CUDA
+            print(f"collector {mode:24s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
+                  f"max {stats['max']:10.0f}")
     print(f"with/without learning (median): {record['learning_cost_ratio']:.3f}")
+    if record["overlapped_learning_cost_ratio"] is not None:
+        print(f"with learning beside collection / without (median): {record['overlapped_learning_cost_ratio']:.3f}")
     print("dispatch per collector step: " + ", ".join(
         f"{k} {v:.1f}" for k, v in record["dispatch_per_collector_step"].items()))
     print("phases (ms per env step, learning): " + " ".join(
