@@ -160,3 +160,13 @@ def test_learning_beside_collection_on_the_host_is_bad_input_that_names_the_sett
     err = capsys.readouterr().err
     assert "overlap_learning=true needs a CUDA device" in err and "overlap_learning=false" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_learning_beside_collection_with_several_processes_fails_before_any_rank_starts(tmp_path, capsys, monkeypatch):
+    launched = []
+    monkeypatch.setattr(train_cli, "launch_torchrun", lambda *a: launched.append(a) or 0)
+    argv = ["--task", "fake_task", "--backend", "fake", "--algo", "fastsac", "--nproc", "2", "--steps", "16",
+            "--out", str(tmp_path / "run"), *tokens("fastsac"), "overlap_learning=true"]
+    assert run_train(argv) == 2
+    assert "overlap_learning=true runs in one process only" in capsys.readouterr().err and launched == []
+    assert run_train([a for a in argv if a != "overlap_learning=true"]) == 0 and len(launched) == 1

@@ -313,6 +313,9 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
     if document is not None:
         check_resume_overrides(algo_config, document["algo_config"], split.algo, args.resume)
     runner_config = validated(RunnerConfig, bases["runner"], split.runner, "runner")
+    if runner_config.overlap_learning and (args.nproc > 1 or distributed.rank_from_environment() is not None):
+        raise UsageError("overlap_learning=true runs in one process only: its learner stream has not been checked "
+                         "with the data-parallel gradient all-reduce; pass overlap_learning=false or drop --nproc")
     if check_out:  # data-parallel ranks other than 0 write nothing
         try:
             check_run_dir(args.out, args.resume, args.overwrite)
@@ -475,9 +478,6 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
                                 print_every_s=None if show_bar else line_every_s, on_write=tracker.observe)
             sink.set_max_episode_length(spec.max_episode_length)
             runner.sink = sink
-        if rank is not None and runner.learner_stream is not None:
-            raise UsageError("overlap_learning=true runs in one process only: its learner stream has not been "
-                             "checked with the data-parallel gradient all-reduce; drop it or --nproc")
         if rank is not None:
             distributed.synchronize_learner(agent, rank)
             agent.gradient_hook = distributed.average_gradients
