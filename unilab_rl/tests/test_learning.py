@@ -2,6 +2,8 @@
 and doing nothing ~10.1 per episode; a trained deterministic policy must clear 12. Catches sign
 and target errors that finite losses would not (seconds, CPU)."""
 
+import contextlib
+
 import pytest
 import torch
 from fake_env import PointMassEnv
@@ -20,6 +22,37 @@ def test_deterministic_policy_beats_doing_nothing_on_the_point_mass(algo):
                                     batch_size=128, updates_per_step=2.0, gamma=0.9)
     runner = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", algo, 0), None,
                              runner_config=RunnerConfig(log_every=1000))
+    runner.train(max_env_steps=ITERATIONS[algo] * env.num_envs)
+    evaluation = run_episodes(PointMassEnv(num_envs=16, seed=9), agent, 32)
+    assert evaluation["return_mean"] > DO_NOTHING_RETURN + 2.0, evaluation
+
+
+class HostLearnerStream:
+    """LearnerStream's three calls as no-ops: on the host the work is already ordered, so
+    this runs exactly the overlapped schedule (act ahead, one update round stale) on CPU."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def updates(self):
+        return contextlib.nullcontext()
+
+    def wait_for_updates(self):
+        pass
+
+    def join(self):
+        pass
+
+
+@pytest.mark.parametrize("algo", sorted(ITERATIONS))
+def test_the_one_round_stale_policy_of_learning_beside_collection_still_learns(algo, monkeypatch):
+    monkeypatch.setattr("unilab_rl.runner.LearnerStream", HostLearnerStream)
+    torch.manual_seed(0)
+    env, config, agent = tiny_agent(algo, env=PointMassEnv(num_envs=16, seed=0), actor_width=32, critic_width=32,
+                                    batch_size=128, updates_per_step=2.0, gamma=0.9)
+    runner = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", algo, 0), None,
+                             runner_config=RunnerConfig(log_every=1000, overlap_learning=True))
+    assert runner.collector.wait_for_learner is not None  # the collector acts ahead
     runner.train(max_env_steps=ITERATIONS[algo] * env.num_envs)
     evaluation = run_episodes(PointMassEnv(num_envs=16, seed=9), agent, 32)
     assert evaluation["return_mean"] > DO_NOTHING_RETURN + 2.0, evaluation
