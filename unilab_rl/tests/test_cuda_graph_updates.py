@@ -144,7 +144,7 @@ def nccl_rank_worker(rank: int, port: int, out: str, results: str) -> None:
     import os
 
     import torch.distributed as dist
-    from unilab_rl.cli.train import TORCHRUN_ENV
+    from unilab_rl.cli.launch import TORCHRUN_ENV
     from unilab_rl.learner import drop_update_graphs
 
     from unilab_rl import distributed

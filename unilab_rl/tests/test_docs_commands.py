@@ -31,6 +31,7 @@ from unilab_rl.cli import export as export_cli
 from unilab_rl.cli import gpu_walk as gpu_walk_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
+from unilab_rl.cli import train_args
 from unilab_rl.runner import RunnerConfig
 
 from unilab import list_tasks
@@ -171,7 +172,7 @@ def test_the_override_example_of_unilab_train_help_resolves_on_the_default_task(
     shown = re.findall(r"\b([a-z_]+(?:\.[a-z_]+)+=\d+|episode_length_s=\d+)", epilog)
     assert "rewards.velocity.weights.alive=2" in shown
     for token in shown:
-        check_override(token, train_cli.DEFAULTS["task"])
+        check_override(token, train_args.DEFAULTS["task"])
 
 
 def test_an_override_the_docs_used_to_show_is_refused_on_the_default_task():

@@ -38,12 +38,9 @@ by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distribu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,9 +49,10 @@ from typing import Any
 import torch
 
 from unilab_rl import distributed
-from unilab_rl.algorithms import ALGORITHMS, UnknownAlgorithm, build_agent, lookup
+from unilab_rl.algorithms import UnknownAlgorithm, build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
-from unilab_rl.cli.metrics_sink import TrainingSink, shown_metrics, write_json_atomic
+from unilab_rl.cli.launch import launch_torchrun, without_nproc
+from unilab_rl.cli.metrics_sink import TrainingSink, write_json_atomic
 from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
 from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir, claim_run_dir
 from unilab_rl.cli.run_record import (
@@ -67,163 +65,27 @@ from unilab_rl.cli.run_record import (
     load_run_record,
     versions,
 )
+from unilab_rl.cli.stopping import StopOnSignal
+from unilab_rl.cli.summary import write_summary
+from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, apply_preset, build_parser
 from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
-from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # SIGINT
 EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # both: finish the step, save, exit 128 + signal
 SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their index
 
 
-DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64, "seed": 0}
-DEFAULT_STEPS = 1_000_000  # the budget when neither --steps nor --minutes (nor a preset or record) gives one
 # A resumed run takes these from its checkpoint unless the command line gives them.
 FROM_CHECKPOINT = ("task", "backend", "algo", "seed")
 PROGRESS_LINE_EVERY_S = 10.0  # stdout not a terminal: status lines instead of a bar
 NO_PROGRESS_LINE_EVERY_S = 30.0  # --no-progress
 RUNNER_METRICS = ("perf/env_steps_per_s", "perf/env_steps_per_s_all_ranks", "progress/updates")
-
-
-class UsageError(ValueError):
-    pass
-
-
-def apply_preset(args: argparse.Namespace) -> None:
-    """Fill what the command line left unset from ``--preset`` (then the defaults); the
-    preset's overrides go first so the command line's win, its goals join ``--goal``."""
-    preset = None
-    if args.preset is not None:
-        try:
-            preset = lookup_preset(args.preset)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-    for key, default in DEFAULTS.items():
-        if getattr(args, key) is None:
-            setattr(args, key, getattr(preset, key, default) if preset is not None else default)
-    if preset is None:
-        return
-    if args.steps is None and args.minutes is None:
-        args.minutes = preset.minutes
-    try:
-        args.overrides = [*preset.overrides_for(args.algo), *args.overrides]
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    args.goal = [*preset.goals, *args.goal]
-
-
-def build_parser(tasks: list[str] | None = None, backends: list[str] | None = None) -> argparse.ArgumentParser:
-    """The argument parser; ``tasks`` and ``backends``, when given, are listed in ``--help``."""
-    lists = [f"algorithms: {', '.join(sorted(ALGORITHMS))}", f"presets: {', '.join(sorted(PRESETS))}"]
-    if tasks:
-        lists.insert(0, f"tasks: {', '.join(tasks)}")
-    if backends:
-        lists.insert(1, f"backends: {', '.join(backends)}")
-    parser = argparse.ArgumentParser(
-        prog="unilab-train", description="Train an off-policy policy on a unilab task.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join([
-            *lists, "",
-            "Overrides: key=value, before or after the flags. A key naming an algorithm config field (or",
-            "algo.<field>) sets the algorithm, runner.<field> (log_every, checkpoint_every, timing_sample_every)",
-            "the runner, anything else is a dotted env override checked against the task's config, e.g.",
-            "rewards.velocity.weights.alive=2 or episode_length_s=10 on g1_walk_flat.",
-            "",
-            "Precedence: command line > --resume checkpoint > --config record > --preset > defaults.",
-            "Every run writes OUT/run.json (resolved configuration, versions, git commit); --config runs it again.",
-            "Exit codes: 0 done, 2 bad input (nothing written), 3 the learner diverged, 130 SIGINT, 143 SIGTERM.",
-        ]))
-    parser.add_argument("--list-tasks", action="store_true", help="print the registered tasks and exit")
-    parser.add_argument("--config", type=Path, metavar="RUN_JSON",
-                        help="run again what a run record (OUT/run.json) holds; flags and key=value given here win")
-    parser.add_argument("--preset", help=f"start from a named preset: {', '.join(sorted(PRESETS))}")
-    parser.add_argument("--task", help=f"registered task (default {DEFAULTS['task']}; --list-tasks lists them)")
-    parser.add_argument("--backend", help=f"simulator backend (default {DEFAULTS['backend']})")
-    parser.add_argument("--algo", help=f"one of: {', '.join(sorted(ALGORITHMS))} (default {DEFAULTS['algo']})")
-    parser.add_argument("--num-envs", type=int, help=f"parallel envs (default {DEFAULTS['num_envs']})")
-    parser.add_argument("--device", default=None, help="torch device (default: the env decides; the one GPU if visible)")
-    parser.add_argument("--seed", type=int, help=f"seed (default {DEFAULTS['seed']})")
-    budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--steps", type=int, help="env steps (transitions over all envs) to run this session "
-                                                  f"(default {DEFAULT_STEPS} when no --minutes)")
-    budget.add_argument("--minutes", type=float, help="wall-clock minutes to run this session")
-    parser.add_argument("--out", type=Path, default=Path("runs/train"), help="run directory (default runs/train)")
-    parser.add_argument("--resume", type=Path, help="checkpoint to continue from (its task, algorithm and config)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the run --out already holds (its checkpoint, metrics, summary, TensorBoard)")
-    parser.add_argument("--curve-json", type=Path, help="also write the learning curve (wall-clock) here")
-    parser.add_argument("--summary-json", type=Path, help="where the run summary goes (default: OUT/summary.json)")
-    parser.add_argument("--goal", action="append", default=[], metavar="'NAME<VALUE'",
-                        help="a logged metric and threshold to report on (repeatable)")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bar: a status line every 30 s (without a terminal: every 10 s anyway)")
-    parser.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard events")
-    parser.add_argument("--torch-threads", type=int, default=None,
-                        help="intra-op threads for the learner (default 1 when the env runs on the CPU)")
-    parser.add_argument("--nproc", type=int, default=1,
-                        help="processes (one per GPU) to launch through torchrun (default 1: this process trains)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value")
-    return parser
-
-
-# NVLink multicast stays off on shared machines (never create multicast objects).
-TORCHRUN_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-
-
-def launch_torchrun(nproc: int, argv: list[str]) -> int:
-    """Re-run this command as ``nproc`` torchrun ranks (argv without --nproc); their exit code."""
-    if distributed.rank_from_environment() is not None:
-        raise UsageError("--nproc is for the launching command; this process is already a torchrun rank")
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-               "-m", "unilab_rl.cli.train", *argv]
-    env = {**os.environ, **{k: os.environ.get(k, v) for k, v in TORCHRUN_ENV.items()}}
-    # torchrun runs in its own session, so Ctrl-C (or a scheduler's SIGTERM to this job)
-    # reaches this launcher only; the launcher passes the signal to the ranks, which stop on
-    # the same iteration (rank 0 saves) and exit 0, and reports it as 130 (SIGINT) or 143
-    # (SIGTERM). torchrun itself never sees the signal: it would report the ranks as failed.
-    process = subprocess.Popen(command, env=env, start_new_session=True)
-    received: list[int] = []
-
-    def pass_to_ranks(signum: int, _frame: Any) -> None:
-        received.append(signum)
-        for pid in _child_pids(process.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
-
-    previous = {sig: signal.signal(sig, pass_to_ranks) for sig in STOP_SIGNALS}
-    try:
-        code = process.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 128 + received[0] if received and code == 0 else code
-
-
-def _child_pids(pid: int) -> list[int]:
-    """Direct children of ``pid`` (Linux /proc): torchrun's rank processes."""
-    pids = []
-    for children in Path(f"/proc/{pid}/task").glob("*/children"):
-        with contextlib.suppress(OSError):
-            pids += [int(token) for token in children.read_text().split()]
-    return pids
-
-
-def _without_nproc(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for i, token in enumerate(argv):
-        if skip:
-            skip = False
-        elif token == "--nproc":
-            skip = i + 1 < len(argv)
-        elif not token.startswith("--nproc="):
-            out.append(token)
-    return out
 
 
 def default_env_factory() -> tuple[EnvFactory, list[str]]:
@@ -400,34 +262,6 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
     return agent, runner
 
 
-class StopOnSignal:
-    """SIGINT and SIGTERM: the first asks the runner to finish the step, save and stop
-    (exit 130 / 143); a second one of the same kind falls back to that signal's default."""
-
-    def __init__(self, runner: OffPolicyRunner) -> None:
-        self.runner = runner
-        self.received: int | None = None
-        self.previous = {sig: signal.signal(sig, self._handle) for sig in STOP_SIGNALS}
-
-    def _handle(self, signum: int, _frame: Any) -> None:
-        self.runner.request_stop()
-        if self.received is None:
-            self.received = signum
-        previous = self.previous[signum]
-        fallback = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
-        signal.signal(signum, previous if callable(previous) else fallback)
-        name = "interrupt" if signum == signal.SIGINT else "termination request"
-        print(f"\nunilab-train: {name} received; saving a checkpoint and stopping", file=sys.stderr)
-
-    def restore(self) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + (self.received or signal.SIGINT)
-
-
 def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
     started = time.perf_counter()
     rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
@@ -496,7 +330,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
-            _write_summary(args, result, tracker, started, startup_s)
+            write_summary(args, result, tracker, started, startup_s)
     finally:
         if stopper is not None:
             stopper.restore()
@@ -533,18 +367,6 @@ def run_record(args: argparse.Namespace, plan: dict[str, Any], spec: EnvSpec, wo
     }
 
 
-def _write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
-                   startup_s: float) -> None:
-    summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
-               "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
-               "interrupted": result.interrupted,
-               "startup_s": round(startup_s, 1),  # from the command's start to the first training step
-               "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
-               **tracker.summary()}
-    write_json_atomic(args.summary_json or args.out / "summary.json", summary)
-    _print_summary(result, tracker)
-
-
 def apply_thread_policy(device: torch.device, threads: int | None) -> None:
     """On a CPU env the simulator's own threads do the physics; a multi-threaded learner
     competing with them (and with anything else on a small box) slowed updates 15x in our
@@ -553,19 +375,6 @@ def apply_thread_policy(device: torch.device, threads: int | None) -> None:
         torch.set_num_threads(threads)
     elif device.type == "cpu":
         torch.set_num_threads(1)
-
-
-def _print_summary(result: Any, tracker: GoalTracker) -> None:
-    parts = [f"env_steps={result.env_steps}", f"updates={result.updates}", f"wall={result.wall_s:.1f}s"]
-    parts += [f"{k}={v:.3f}" for k, v in shown_metrics(tracker.last).items()]
-    print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
-    if tracker.goals:
-        when = tracker.first_met_wall_s
-        print(f"unilab-train: goals {', '.join(map(str, tracker.goals))}: "
-              + ("met at the end" if tracker.all_met() else "not met at the end")
-              + ("" if when is None else f", first met at {when:.1f} s"))
-    if result.checkpoint is not None:
-        print(f"unilab-train: checkpoint {result.checkpoint}")
 
 
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks: list[str] | None = None) -> int:
@@ -582,8 +391,10 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
         if args.nproc < 1:
             raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
         if args.nproc > 1:
+            if distributed.rank_from_environment() is not None:
+                raise UsageError("--nproc is for the launching command; this process is already a torchrun rank")
             prepare(args, tasks)  # bad input fails here, once, before any rank starts
-            return launch_torchrun(args.nproc, _without_nproc(argv))
+            return launch_torchrun(args.nproc, without_nproc(argv))
         return train(args, factory, tasks)
     except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError) as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)

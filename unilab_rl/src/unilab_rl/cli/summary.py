@@ -1,0 +1,35 @@
+"""What a training run reports at its end: ``summary.json`` and the closing lines."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from unilab_rl.cli.metrics_sink import shown_metrics, write_json_atomic
+from unilab_rl.goals import GoalTracker
+
+
+def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
+                  startup_s: float) -> None:
+    summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
+               "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
+               "interrupted": result.interrupted,
+               "startup_s": round(startup_s, 1),  # from the command's start to the first training step
+               "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
+               **tracker.summary()}
+    write_json_atomic(args.summary_json or args.out / "summary.json", summary)
+    print_summary(result, tracker)
+
+
+def print_summary(result: Any, tracker: GoalTracker) -> None:
+    parts = [f"env_steps={result.env_steps}", f"updates={result.updates}", f"wall={result.wall_s:.1f}s"]
+    parts += [f"{k}={v:.3f}" for k, v in shown_metrics(tracker.last).items()]
+    print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
+    if tracker.goals:
+        when = tracker.first_met_wall_s
+        print(f"unilab-train: goals {', '.join(map(str, tracker.goals))}: "
+              + ("met at the end" if tracker.all_met() else "not met at the end")
+              + ("" if when is None else f", first met at {when:.1f} s"))
+    if result.checkpoint is not None:
+        print(f"unilab-train: checkpoint {result.checkpoint}")
