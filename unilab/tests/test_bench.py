@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from unilab_bench import dispatch_probes as probes
 from unilab_bench import env_step as bench
 
 
@@ -65,14 +66,14 @@ def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():
              FrameSummary("/site-packages/torch/cuda/__init__.py", 1270, "synchronize"),
              FrameSummary("/usr/lib/python3.12/warnings.py", 99, "_showwarnmsg"),
              FrameSummary("/src/unilab_bench/env_step.py", 120, "record")]
-    assert bench.sync_caller(stack) == "/src/unisim/adapters/mjwarp.py:212 (write_model_field)"
-    assert bench.sync_caller(stack[2:]) == "unknown caller"
+    assert probes.sync_caller(stack) == "/src/unisim/adapters/mjwarp.py:212 (write_model_field)"
+    assert probes.sync_caller(stack[2:]) == "unknown caller"
 
 
 def test_only_the_sync_warning_counts_as_a_sync_not_the_modes_prototype_notice():
     # Both texts as torch 2.11 emits them (libc10_cuda.so and libtorch_python.so).
-    assert bench.is_sync_warning("called a synchronizing CUDA operation")
-    assert not bench.is_sync_warning("Synchronization debug mode is a prototype feature and does not yet detect "
+    assert probes.is_sync_warning("called a synchronizing CUDA operation")
+    assert not probes.is_sync_warning("Synchronization debug mode is a prototype feature and does not yet detect "
                                      "all synchronizing operations")
 
 

@@ -5,10 +5,11 @@ and the driver's interleaving and absent-case handling without running a process
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from unilab_bench import compare, machine_info, matrix, matrix_figures
+from unilab_bench import compare, machine_info, matrix, matrix_figures, matrix_trees
 
 TRACK, WALK = "flashsac/g1_motion_tracking/mujoco", "fastsac/g1_walk_flat/mujoco"
 
@@ -337,10 +338,10 @@ def test_a_run_cut_short_leaves_a_record_of_the_rounds_it_finished(tmp_path, mon
 
 def test_a_tree_without_git_runs_with_its_commit_recorded_as_unknown(monkeypatch):
     def no_git(*args, **kwargs):
-        raise matrix.subprocess.CalledProcessError(128, ["git", *args])
+        raise subprocess.CalledProcessError(128, ["git", *args])
 
-    monkeypatch.setattr(matrix, "_git", no_git)
-    assert matrix._working_tree_state() == ([], matrix.NOT_A_CHECKOUT)
+    monkeypatch.setattr(matrix_trees, "git", no_git)
+    assert matrix_trees.working_tree_state() == ([], matrix_trees.NOT_A_CHECKOUT)
 
 
 def test_gap_rows_pass_through_to_the_env_process_and_name_the_runtimes_own_cost(tmp_path):

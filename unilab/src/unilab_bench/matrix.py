@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -40,9 +39,8 @@ from typing import Any
 from unilab_bench import compare
 from unilab_bench.machine_info import machine, versions
 from unilab_bench.matrix_figures import case_metrics, format_summary, summarize_side
+from unilab_bench.matrix_trees import ROOT, Tree, git, working_tree_state
 
-ROOT = Path(__file__).resolve().parents[3]  # the repository holding this tree
-SOURCE_DIRS = ("unisim-core/src", "unilab/src", "unilab_rl/src")
 # Learner sizes for the CPU profile: the GPU presets' networks take seconds per update on a core.
 CPU_LEARNER = ("batch_size=128", "updates_per_step=1", "actor_width=64", "critic_width=64",
                "replay_capacity_per_env=64")
@@ -80,61 +78,6 @@ def select_cases(patterns: str | None, device: str) -> list[Case]:
     if not chosen:
         raise ValueError(f"--cases {patterns!r} matches no case; cases: {', '.join(c.name for c in CASES)}")
     return chosen
-
-
-def _git(*args: str, cwd: Path = ROOT) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd).stdout.strip()
-
-
-NOT_A_CHECKOUT = "unknown (not a git checkout)"
-
-
-def _working_tree_state() -> tuple[list[str], str]:
-    """The head's uncommitted files and commit label. A copied tree without git (a benchmark
-    machine that received the sources only) still runs: its commit is recorded as unknown."""
-    try:
-        dirty = [line.split(None, 1)[-1] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()]
-        return dirty, _git("rev-parse", "HEAD") + ("+uncommitted" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return [], NOT_A_CHECKOUT
-
-
-# ---- one tree ---------------------------------------------------------------------------
-PROBE = """
-import importlib.util, json
-out = {"env_step": importlib.util.find_spec("unilab_bench.env_step") is not None,
-       "collector": importlib.util.find_spec("unilab_rl.cli.bench") is not None, "tasks": None,
-       "reference_tracking": importlib.util.find_spec("unilab_bench.reference_tracking") is not None}
-if out["env_step"]:  # the flag that turns its comparison owner off (renamed from --unfused-task)
-    source = open(importlib.util.find_spec("unilab_bench.env_step").origin).read()
-    out["compare_flag"] = "--compare-task" if "--compare-task" in source else "--unfused-task"
-try:
-    from unilab.registry import list_tasks
-    out["tasks"] = sorted(list_tasks())
-except Exception as error:  # an old tree: tasks unknown, runs will tell
-    out["error"] = repr(error)
-print(json.dumps(out))
-"""
-
-
-@dataclass
-class Tree:
-    label: str  # "head" or "base"
-    root: Path
-    commit: str
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        paths = [str(self.root / d) for d in SOURCE_DIRS]
-        env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        return env
-
-    def probe(self) -> dict[str, Any]:
-        done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=self.env(),
-                              cwd=self.root, timeout=300)
-        if done.returncode:
-            return {"env_step": False, "collector": False, "tasks": None, "error": done.stderr[-2000:]}
-        return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @dataclass
@@ -342,12 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     worktrees: list[Path] = []
     if args.head:
         dirty = []
-        head_commit = _git("rev-parse", "--verify", f"{args.head}^{{commit}}")
+        head_commit = git("rev-parse", "--verify", f"{args.head}^{{commit}}")
         worktrees.append(workdir / "head-tree")
-        _git("worktree", "add", "--detach", str(worktrees[-1]), head_commit)
+        git("worktree", "add", "--detach", str(worktrees[-1]), head_commit)
         head = Tree("head", worktrees[-1], head_commit)
     else:
-        dirty, head_commit = _working_tree_state()
+        dirty, head_commit = working_tree_state()
         head = Tree("head", ROOT, head_commit)
     trees = [head]
 
@@ -371,9 +314,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.base:
-            base_commit = _git("rev-parse", "--verify", f"{args.base}^{{commit}}")
+            base_commit = git("rev-parse", "--verify", f"{args.base}^{{commit}}")
             worktrees.append(workdir / "base-tree")
-            _git("worktree", "add", "--detach", str(worktrees[-1]), base_commit)
+            git("worktree", "add", "--detach", str(worktrees[-1]), base_commit)
             trees = [Tree("base", worktrees[-1], base_commit), head]
         print(f"matrix: {len(cases)} cases x {len(trees)} trees x {settings.rounds} rounds on {device}, "
               f"{settings.num_envs} envs")

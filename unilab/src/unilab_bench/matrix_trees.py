@@ -1,0 +1,70 @@
+"""The source trees a matrix runs: this checkout (the head) and, with ``--base REV``, a temporary
+worktree of REV; each runs its own code through PYTHONPATH, and says what its runners support."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]  # the repository holding this tree
+SOURCE_DIRS = ("unisim-core/src", "unilab/src", "unilab_rl/src")
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd).stdout.strip()
+
+
+NOT_A_CHECKOUT = "unknown (not a git checkout)"
+
+
+def working_tree_state() -> tuple[list[str], str]:
+    """The head's uncommitted files and commit label. A copied tree without git (a benchmark
+    machine that received the sources only) still runs: its commit is recorded as unknown."""
+    try:
+        dirty = [line.split(None, 1)[-1] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
+        return dirty, git("rev-parse", "HEAD") + ("+uncommitted" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return [], NOT_A_CHECKOUT
+
+
+# ---- one tree ---------------------------------------------------------------------------
+PROBE = """
+import importlib.util, json
+out = {"env_step": importlib.util.find_spec("unilab_bench.env_step") is not None,
+       "collector": importlib.util.find_spec("unilab_rl.cli.bench") is not None, "tasks": None,
+       "reference_tracking": importlib.util.find_spec("unilab_bench.reference_tracking") is not None}
+if out["env_step"]:  # the flag that turns its comparison owner off (renamed from --unfused-task)
+    source = open(importlib.util.find_spec("unilab_bench.env_step").origin).read()
+    out["compare_flag"] = "--compare-task" if "--compare-task" in source else "--unfused-task"
+try:
+    from unilab.registry import list_tasks
+    out["tasks"] = sorted(list_tasks())
+except Exception as error:  # an old tree: tasks unknown, runs will tell
+    out["error"] = repr(error)
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Tree:
+    label: str  # "head" or "base"
+    root: Path
+    commit: str
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        paths = [str(self.root / d) for d in SOURCE_DIRS]
+        env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        return env
+
+    def probe(self) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=self.env(),
+                              cwd=self.root, timeout=300)
+        if done.returncode:
+            return {"env_step": False, "collector": False, "tasks": None, "error": done.stderr[-2000:]}
+        return json.loads(done.stdout.strip().splitlines()[-1])
