@@ -28,6 +28,13 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     dispatch = record["dispatch_per_env_step"]
     assert dispatch["host_syncs_per_step"] == 0 and dispatch["backend_calls_left_out"] == 1.0
     assert 0 < dispatch["kernel_ops_per_step"] < dispatch["aten_ops_per_step"]
+    # Where the ops are, by the step timer's phases: the whole step holds every other phase's ops,
+    # and the env's own timer is back in place (the profiled pass above read it).
+    by_phase = record["kernel_ops_per_env_step_by_phase"]
+    assert by_phase["step_total"] == dispatch["kernel_ops_per_step"]
+    assert by_phase["update_state"] > 0 and by_phase["reset_done"] > 0 and by_phase["observation"] > 0
+    inner = ("action", "backend_step", "update_state", "final_obs", "reset_done", "observation", "metrics")
+    assert sum(by_phase[p] for p in inner) <= by_phase["step_total"]
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]
     assert record["comparison_task"] == "g1_walk_flat_unfused" and record["comparison_overrides"] == []
@@ -161,5 +168,16 @@ def test_solver_iterations_compare_env_and_raw_steps_where_the_backend_reports_t
         assert set(out) == {"env", "raw"}
         for side in out.values():
             assert 1.0 <= side["mean_over_worlds"] <= side["max_over_worlds"]  # a standing G1 has contacts to solve
+    finally:
+        env.close()
+
+
+def test_counting_ops_by_phase_puts_the_envs_own_timer_back():
+    env = bench.make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=2, seed=0,
+                                          overrides=["validate_actions=false"])
+    try:
+        timer, zeros = env.timer, torch.zeros(2, env.action_dim)
+        by_phase = probes.kernel_ops_by_phase(env, zeros, steps=2)
+        assert env.timer is timer and by_phase["step_total"] > by_phase["update_state"] > 0
     finally:
         env.close()

@@ -28,6 +28,42 @@ def dispatch_profile(env, action, steps: int = 10) -> dict[str, float]:
             "host_syncs_per_step": len(probe.syncs) / steps, "backend_calls_left_out": float(host_bridge)}
 
 
+class _PhaseOpCounter:
+    """Stands in for the env's step phase timer: counts the kernel ops each named phase
+    dispatches (phases nest as the timer's do: ``step_total_ms`` holds the others)."""
+
+    def __init__(self, probe: HostSyncProbe) -> None:
+        self.probe = probe
+        self.totals: Counter[str] = Counter()
+        self.open: dict[str, int] = {}
+
+    def start(self, name: str) -> None:
+        self.open[name] = self.probe.kernel_op_count
+
+    def stop(self, name: str) -> None:
+        self.totals[name.removesuffix("_ms")] += self.probe.kernel_op_count - self.open.pop(name)
+
+    def tick(self) -> None:
+        pass
+
+
+def kernel_ops_by_phase(env, action, steps: int = 10) -> dict[str, float]:
+    """Kernel ops per env step in each phase of the env's step timer (where the step's ops
+    are: terminations, rewards and commands sit in ``update_state``), counted like
+    ``dispatch_profile``. The env's own timer is put back afterwards."""
+    host_bridge = env.backend.capabilities.data_plane is DataPlane.HOST_BRIDGE
+    ignored = ("step", "set_state_where") if host_bridge else ()
+    timer = env.timer
+    with HostSyncProbe() as probe, probe.ignoring(env.backend, *ignored):
+        counter = env.timer = _PhaseOpCounter(probe)
+        try:
+            for _ in range(steps):
+                env.step(action)
+        finally:
+            env.timer = timer
+    return {name: count / steps for name, count in counter.totals.items()}
+
+
 def reference_profile(ref, action, steps: int = 10) -> dict[str, float]:
     """The reference loop's dispatch counts per step, counted as ``dispatch_profile`` counts
     the env's (a HOST_BRIDGE backend's own calls left out), and cProfile calls per step."""

@@ -47,7 +47,13 @@ from unilab.config import parse_overrides
 from unilab.registry import make_manager_based_rl_env
 
 from unilab_bench import gap_rows
-from unilab_bench.dispatch_probes import dispatch_profile, host_syncs_per_step, reference_profile, reward_kernel_ops
+from unilab_bench.dispatch_probes import (
+    dispatch_profile,
+    host_syncs_per_step,
+    kernel_ops_by_phase,
+    reference_profile,
+    reward_kernel_ops,
+)
 
 
 def _sync(device: torch.device) -> None:
@@ -213,6 +219,7 @@ def run(args: argparse.Namespace) -> dict:
     reset_rows_per_step = env.flush_metrics()["episodes"] / prof_steps
     syncs, sync_sites, sync_steps = host_syncs_per_step(env, zeros)
     dispatch = dispatch_profile(env, zeros)
+    ops_by_phase = kernel_ops_by_phase(env, zeros)
     vs_compare = {}
     for name, e in (("env", env), ("compare", envs.get("env_compare"))):
         if e is None:
@@ -248,6 +255,7 @@ def run(args: argparse.Namespace) -> dict:
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
         "vs_compare": vs_compare, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites,
         "host_sync_steps": sync_steps, "dispatch_per_env_step": dispatch,
+        "kernel_ops_per_env_step_by_phase": ops_by_phase,
         "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
