@@ -298,6 +298,8 @@ def _print(record: dict) -> None:
         if record["host_sync_steps"]:
             print(f"    at steps {record['host_sync_steps']} of the probe")
     print("  dispatch per env step: " + ", ".join(f"{k} {v:.1f}" for k, v in record["dispatch_per_env_step"].items()))
+    print("  kernel ops per env step by phase: " + ", ".join(
+        f"{k} {v:.1f}" for k, v in record["kernel_ops_per_env_step_by_phase"].items()))
     if "reference" in record:
         print(f"  env/reference {record['env_to_reference_ratio']:.3f}, reference/raw "
               f"{record['reference_to_raw_ratio']:.3f}; reference dispatch per step: "
