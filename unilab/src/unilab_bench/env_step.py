@@ -32,12 +32,9 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.metadata
 import json
-import platform
 import pstats
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -54,6 +51,7 @@ from unilab_bench.dispatch_probes import (
     reference_profile,
     reward_kernel_ops,
 )
+from unilab_bench.machine_info import git_commit, versions
 
 
 def _sync(device: torch.device) -> None:
@@ -107,24 +105,6 @@ def _paired_ratio(env, policy, steps: int) -> float:
 
 def _stats(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
-
-
-def _versions() -> dict[str, str]:
-    out = {"python": platform.python_version(), "torch": torch.__version__}
-    for dist in ("mujoco", "mujoco-warp", "warp-lang", "genesis-world"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
-
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -258,7 +238,7 @@ def run(args: argparse.Namespace) -> dict:
         "kernel_ops_per_env_step_by_phase": ops_by_phase,
         "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
-        "git_commit": _git_commit(), "versions": _versions(), "command": " ".join(sys.argv),
+        "git_commit": git_commit(), "versions": versions(), "command": " ".join(sys.argv),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if ref is not None:

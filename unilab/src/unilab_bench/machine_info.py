@@ -49,6 +49,15 @@ def machine() -> dict[str, Any]:
     }
 
 
+def git_commit() -> str:
+    """The commit of the checkout this tree runs from, or 'unknown' (a tree copied without git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist in ("torch", "mujoco", "mujoco-warp", "warp-lang", "genesis-world"):

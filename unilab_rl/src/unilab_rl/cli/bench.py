@@ -15,7 +15,6 @@ import json
 import math
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
+from unilab_rl.cli.run_record import git_commit
 from unilab_rl.cli.train import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
 from unilab_rl.presets import PRESETS, lookup_preset
@@ -153,7 +153,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "env_steps_per_s_with_learning_overlapped": summarize(learn_overlapped) if overlap else None,
         "overlapped_learning_cost_ratio": (statistics.median(learn_overlapped) / statistics.median(no_learn)
                                            if overlap else None),
-        "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": _git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "raw": {"no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped},
     }
     return record
@@ -174,13 +174,6 @@ def collector_dispatch(runner: OffPolicyRunner, steps: int = 10) -> dict[str, fl
 
 def _device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
-
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _delegated() -> dict[str, Any]:
