@@ -118,6 +118,7 @@ class TrackingReference:
                                     mc.adaptive_alpha, mc.adaptive_kernel_size, mc.adaptive_lambda, dev)
         self.table = table.packed
         self._cols = table.columns
+        self._twist = table.span("body_lin_vel", "body_ang_vel")  # adjacent: one view
         self.clip_length, self.clip_start = table.length, table.start
         # Robot bodies gathered per step: the anchor first, then the tracked bodies.
         self.body_gather = torch.tensor([body_index[self.anchor], *body_index], device=dev)
@@ -242,8 +243,8 @@ class TrackingReference:
         bq = views.body_quat_w.index_select(1, self.body_gather)  # (N, K+1, 4)
         n, k, c = self.num_envs, self.k, self._cols
         ref = self.ref  # the frame the policy acted on
-        rbp = ref[:, c["body_pos"][0]:c["body_pos"][1]].view(n, k, 3)
-        rbq = ref[:, c["body_quat"][0]:c["body_quat"][1]].view(n, k, 4)
+        rbp = ref[:, c["body_pos"]].view(n, k, 3)
+        rbq = ref[:, c["body_quat"]].view(n, k, 4)
         ref_ap, ref_aq = rbp[:, self.anchor], rbq[:, self.anchor]
         robot_ap, robot_aq = bp[:, 0], bq[:, 0]
 
@@ -269,7 +270,7 @@ class TrackingReference:
         done = terminated | truncated
 
         # Rewards: one (N, 9) matrix, weighted once.
-        rv = ref[:, c["body_lin_vel"][0]:c["body_ang_vel"][1]].view(n, 2, k, 3)
+        rv = ref[:, self._twist].view(n, 2, k, 3)
         vel = torch.stack((views.body_lin_vel_w.index_select(1, self.vel_gather),
                            views.body_ang_vel_w.index_select(1, self.vel_gather)), dim=1)
         vel_sq = (rv - vel).square().sum(-1).mean(-1)            # (N, 2)
@@ -288,7 +289,7 @@ class TrackingReference:
             self.episode_sums += weighted
             self.metric_sums[:5] += torch.stack((pos_sq[:, 0].sqrt().mean(), ang[:, 0].mean(),
                                                  pos_sq[:, 1:].sqrt().mean(), ang[:, 1:].mean(),
-                                                 (ref[:, c["joint_pos"][0]:c["joint_pos"][1]] - q).abs().mean()))
+                                                 (ref[:, c["joint_pos"]] - q).abs().mean()))
 
         # Command advance; push timers tick.
         torch.minimum(self.frame + 1, self.last_frame, out=self.frame)
@@ -332,18 +333,18 @@ class TrackingReference:
         # The episode start of every row (only done rows are committed): the frame's state + noise.
         pose = self.pose_lo + self.pose_w * torch.rand(n, 6, generator=rng, device=dev)
         vel = self.vel_lo + self.vel_w * torch.rand(n, 6, generator=rng, device=dev)
-        quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), ref[:, c["root_quat"][0]:c["root_quat"][1]])
+        quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), ref[:, c["root_quat"]])
         rq, rv, nj = self.reset_qpos, self.reset_qvel, self.nj
-        torch.add(ref[:, c["root_pos"][0]:c["root_pos"][1]], pose[:, :3], out=rq[:, 0:3])
+        torch.add(ref[:, c["root_pos"]], pose[:, :3], out=rq[:, 0:3])
         rq[:, 3:7] = quat
-        torch.add(ref[:, c["root_lin_vel"][0]:c["root_lin_vel"][1]], vel[:, :3], out=rv[:, 0:3])
-        rv[:, 3:6] = lm.quat_apply_inverse(quat, ref[:, c["root_ang_vel"][0]:c["root_ang_vel"][1]] + vel[:, 3:])
-        joints = ref[:, c["joint_pos"][0]:c["joint_pos"][1]]
+        torch.add(ref[:, c["root_lin_vel"]], vel[:, :3], out=rv[:, 0:3])
+        rv[:, 3:6] = lm.quat_apply_inverse(quat, ref[:, c["root_ang_vel"]] + vel[:, 3:])
+        joints = ref[:, c["joint_pos"]]
         if self.joint_noise != (0.0, 0.0):
             lo, hi = self.joint_noise
             joints = joints + (lo + (hi - lo) * torch.rand(joints.shape, generator=rng, device=dev))
         torch.clamp(joints, self.soft_lo, self.soft_hi, out=rq[:, 7:7 + nj])
-        rv[:, 6:6 + nj] = ref[:, c["joint_vel"][0]:c["joint_vel"][1]]
+        rv[:, 6:6 + nj] = ref[:, c["joint_vel"]]
 
         views = self.backend.views()
         qpos = torch.where(rows, rq, views.qpos)
@@ -364,8 +365,8 @@ class TrackingReference:
             bp = views.body_pos_w.index_select(1, self.body_gather)
             bq = views.body_quat_w.index_select(1, self.body_gather)
         n, k, c, nj = self.num_envs, self.k, self._cols, self.nj
-        rbp = ref[:, c["body_pos"][0]:c["body_pos"][1]].view(n, k, 3)
-        rbq = ref[:, c["body_quat"][0]:c["body_quat"][1]].view(n, k, 4)
+        rbp = ref[:, c["body_pos"]].view(n, k, 3)
+        rbq = ref[:, c["body_quat"]].view(n, k, 4)
         a = self.anchor
         # Row 0: the reference anchor; rows 1..K: the robot's tracked bodies; in the robot anchor frame.
         anchor_q = bq[:, :1].expand(-1, k + 1, -1)

@@ -83,8 +83,7 @@ class MotionCommand(CommandTerm):
         self._version += 1
 
     def _columns(self, first: str, last: str | None = None) -> torch.Tensor:
-        cols = self.library.columns
-        return self.ref[:, cols[first][0]:cols[last or first][1]]
+        return self.ref[:, self.library.span(first, last)]
 
     def _bodies(self, name: str, width: int) -> torch.Tensor:
         return self._columns(name).view(-1, self.body_index.shape[0], width)

@@ -54,9 +54,13 @@ class FrameTable:
         }
         frames = parts["joint_pos"].shape[0]
         self.packed = torch.cat([t.reshape(frames, -1) for t in parts.values()], dim=1).contiguous()
-        self.columns: dict[str, tuple[int, int]] = {}
+        self.columns: dict[str, slice] = {}
         start = 0
         for name, t in parts.items():
             width = t[0].numel()
-            self.columns[name] = (start, start + width)
+            self.columns[name] = slice(start, start + width)
             start += width
+
+    def span(self, first: str, last: str | None = None) -> slice:
+        """The packed columns from ``first`` through ``last`` (adjacent quantities: one view)."""
+        return slice(self.columns[first].start, self.columns[last or first].stop)
