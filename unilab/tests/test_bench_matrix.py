@@ -352,3 +352,17 @@ def test_gap_rows_pass_through_to_the_env_process_and_name_the_runtimes_own_cost
     assert "--gap-rows" in matrix.env_command(walk, with_gaps, tmp_path / "a.json")
     env = {"ratio_to_raw_median": {"env_zero": 0.8, "env_vs_raw_replaying_env_writes": 0.97}}
     assert matrix_figures.case_metrics(env, None)["env_to_replay_ratio_streamed"] == 0.97
+
+
+def test_a_unit_keeps_its_own_wall_time_and_a_reused_unit_reports_it(tmp_path):
+    import sys
+
+    out = tmp_path / "unit.json"
+    writer = "import json, sys, time; time.sleep(0.2); open(sys.argv[1], 'w').write(json.dumps({'command': 'x ' + sys.argv[1]}))"
+    cmd = [sys.executable, "-c", writer, str(out)]
+    tree = matrix.Tree("head", tmp_path, "h")
+    ran = matrix.run_unit(tree, cmd, out, timeout_s=60.0)
+    kept = json.loads(out.read_text())["_wall_s"]
+    assert ran["status"] == "ok" and kept == ran["wall_s"] >= 0.2
+    reused = matrix.reuse_or_run(tree, cmd, out, timeout_s=60.0)
+    assert reused["reused"] and reused["wall_s"] == kept

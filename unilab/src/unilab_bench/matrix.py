@@ -137,6 +137,8 @@ def run_unit(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[st
         return {"status": f"failed: exit {done.returncode}", "stderr_tail": tail, "wall_s": wall}
     record = json.loads(out.read_text())
     record["_wall_s"] = wall
+    # Kept in the unit too, so a run assembled from its units still says what each process cost.
+    out.write_text(json.dumps(record, indent=1))
     return {"status": "ok", "record": record, "wall_s": wall}
 
 
@@ -151,7 +153,7 @@ def reuse_or_run(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dic
     if made_by != " ".join(cmd[3:]).split():  # cmd: python -m MODULE ARGS...
         raise ValueError(f"--units: {out.name} was made by another command ({' '.join(made_by)!r}, not "
                          f"{' '.join(cmd[3:])!r}); use an empty folder or the same settings")
-    return {"status": "ok", "record": record, "wall_s": None, "reused": True}
+    return {"status": "ok", "record": record, "wall_s": record.get("_wall_s"), "reused": True}
 
 
 # ---- the driver -------------------------------------------------------------------------
