@@ -15,7 +15,7 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
-               "startup_s": round(startup_s, 1),  # from the command's start to the first training step
+               "startup_s": round(startup_s, 1),  # arguments parsed (imports done) to the first training step
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
                **tracker.summary()}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)

@@ -323,7 +323,8 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         if sink is not None:
             sink.set_budget(runner.env_steps, budget_steps, runner.elapsed_before_resume_s, budget_seconds)
         # Start-up (env build, graph capture, learner and replay allocation) is not training
-        # time: said here, and kept in the summary apart from the budget.
+        # time: said here, and kept in the summary apart from the budget. It counts from the
+        # parsed command, so Python's imports before it are not in it.
         startup_s = time.perf_counter() - started
         if is_main:
             print(f"unilab-train: start-up took {startup_s:.1f} s; training starts", flush=True)
