@@ -88,6 +88,9 @@ class ReplayBuffer:
             invalid = ~valid
             self.window_end[i] |= invalid
             if self.size > 0:
+                # Beside a learner sampling concurrently (exclude_next_write) this writes the newest
+                # slot it may read; harmless: that slot is the last of any window it samples, so
+                # its window_end decides nothing there.
                 self.window_end[(i - 1) % self.capacity] |= invalid
         self.write_index = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
