@@ -129,15 +129,15 @@ def test_push_joins_the_single_transaction_and_moves_only_pushed_rows(make_env):
 
 def test_terminated_and_truncated_from_interleaved_time_out_columns():
     # Columns: time-out, terminal, time-out, terminal (not contiguous: the index-tensor path).
-    from unilab.managers.termination import _any_of, _columns
+    from unilab.managers.termination import _columns, split_fired
 
     time_out = [True, False, True, False]
     terminal_cols = _columns([i for i, t in enumerate(time_out) if not t], torch.device("cpu"))
     time_out_cols = _columns([i for i, t in enumerate(time_out) if t], torch.device("cpu"))
     assert isinstance(terminal_cols, torch.Tensor) and _columns([1, 2], torch.device("cpu")) == slice(1, 3)
     fired = torch.tensor([[1, 0, 0, 0], [0, 0, 0, 1], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0]], dtype=torch.bool)
-    terminated = _any_of(fired, terminal_cols)
-    truncated = torch.gt(_any_of(fired, time_out_cols), terminated)
+    terminated, truncated = split_fired(fired, terminal_cols, time_out_cols)  # what compute() returns
     assert terminated.tolist() == [False, True, True, False, False]
     assert truncated.tolist() == [True, False, False, True, False]  # a fall on a time-out step is a fall
-    assert not _any_of(fired, None).any()
+    terminated, truncated = split_fired(fired, None, time_out_cols)  # a task without terminal terms
+    assert not terminated.any() and truncated.tolist() == [True, False, True, True, False]

@@ -45,9 +45,7 @@ class TerminationManager:
         outs = [t.fn(env) for t in self.terms]
         self.fired = torch.cat([o.view(o.shape[0], -1) for o in outs], dim=1) if len(outs) > 1 \
             else outs[0].view(outs[0].shape[0], -1)
-        self.terminated = _any_of(self.fired, self._terminal_cols)
-        # For bools, a > b is a and not b: a time-out fired and no terminal condition did.
-        self.truncated = torch.gt(_any_of(self.fired, self._time_out_cols), self.terminated)
+        self.terminated, self.truncated = split_fired(self.fired, self._terminal_cols, self._time_out_cols)
         return self.terminated, self.truncated
 
     def reset(self, done: torch.Tensor, metrics=None) -> None:
@@ -63,6 +61,15 @@ def _columns(cols: list[int], device: torch.device) -> slice | torch.Tensor | No
         return None
     cols = index_or_slice(cols)
     return cols if isinstance(cols, slice) else torch.tensor(cols, dtype=torch.int64, device=device)
+
+
+def split_fired(fired: torch.Tensor, terminal_cols: slice | torch.Tensor | None,
+                time_out_cols: slice | torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(terminated, truncated) of a fired (N, K) bool matrix: a row is terminated when a terminal
+    column fired, truncated when only time-out columns did (a fall on a time-out step is a fall)."""
+    terminated = _any_of(fired, terminal_cols)
+    # For bools, a > b is a and not b: a time-out fired and no terminal condition did.
+    return terminated, torch.gt(_any_of(fired, time_out_cols), terminated)
 
 
 def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None) -> torch.Tensor:
