@@ -1,5 +1,5 @@
-"""g1_motion_tracking: on the reference after a reset, its observation layout, clip ends,
-adaptive start sampling, and a sync-free step. The reference clip is made here by forward
+"""g1_motion_tracking: on the start frame after a reset (the target one frame on), its
+observation layout, clip ends, adaptive start sampling, and a sync-free step. The reference clip is made here by forward
 kinematics of the project's G1 (tests/fk_clip.py), so these tests need no downloaded data."""
 
 from __future__ import annotations
@@ -26,28 +26,39 @@ def _overrides(clip_file, **extra):
             "events.reset_from_motion.params": {"command_name": "motion"}, **extra}  # no reset noise
 
 
+def _state_frame_errors(motion):
+    """The robot against its command's state frame: body positions (m), orientations (rad)."""
+    pos, quat = motion.state_frame("body_pos", "body_quat")
+    pos, quat = pos.view(motion.robot_body_pos_w.shape), quat.view(motion.robot_body_quat_w.shape)
+    return (torch.linalg.vector_norm(motion.robot_body_pos_w - pos, dim=-1).max().item(),
+            lm.quat_error_magnitude(motion.robot_body_quat_w, quat).max().item())
+
+
 @pytest.mark.parametrize("backend", ["mujoco", "mjwarp", pytest.param("genesis", marks=pytest.mark.slow)])
-def test_right_after_a_reset_the_robot_is_on_the_reference(make_env, clip_file, backend):
+def test_right_after_a_reset_the_robot_is_on_its_start_frame_and_the_target_is_the_next(make_env, clip_file,
+                                                                                        backend):
     env = make_env(task="g1_motion_tracking", backend=backend, num_envs=N, overrides=_overrides(clip_file))
     motion = env.command_manager.term("motion")
-    assert motion.frame.min() >= 0 and motion.frame.max() <= 148
-    rel_pos, rel_quat = motion.relative()
-    pos_err = torch.linalg.vector_norm(motion.robot_body_pos_w - motion.ref_body_pos_w, dim=-1).max().item()
-    rot_err = lm.quat_error_magnitude(motion.robot_body_quat_w, motion.ref_body_quat_w).max().item()
-    rel_err = torch.linalg.vector_norm(motion.robot_body_pos_w - rel_pos, dim=-1).max().item()
-    assert pos_err < 1e-3 and rel_err < 1e-3, (pos_err, rel_err)
-    assert rot_err < 1e-3, rot_err
-    assert torch.allclose(env.robot.joint_pos, motion.ref_joint_pos, atol=1e-5)
+    assert motion.frame.min() >= 1 and motion.frame.max() <= 149
+    pos_err, rot_err = _state_frame_errors(motion)
+    assert pos_err < 1e-3 and rot_err < 1e-3, (pos_err, rot_err)
+    (start_joints,) = motion.state_frame("joint_pos")
+    assert torch.allclose(env.robot.joint_pos, start_joints, atol=1e-5)
+    # What the policy observes is the frame after: the one its action is to reach.
+    clip = synthetic_clip(frames=150)
+    assert torch.allclose(motion.ref_joint_pos.cpu(), clip.joint_pos[motion.frame.cpu()].float(), atol=1e-6)
+    assert torch.allclose(start_joints.cpu(), clip.joint_pos[motion.frame.cpu() - 1].float(), atol=1e-6)
+    target_err = torch.linalg.vector_norm(motion.robot_body_pos_w - motion.ref_body_pos_w, dim=-1).max().item()
+    assert target_err > 5e-3  # the sway clip moves between frames: the target is not where the robot is
 
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
-def test_on_a_pinned_real_clip_too_the_reset_robot_is_on_the_reference(make_env, backend):
+def test_on_a_pinned_real_clip_too_the_reset_robot_is_on_its_start_frame(make_env, backend):
     env = make_env(task="g1_motion_tracking", backend=backend, num_envs=N, overrides={
         "events.push": None, "events.reset_from_motion.params": {"command_name": "motion"}})
     motion = env.command_manager.term("motion")
     assert motion.library.names == ["walk_forward_loop_002__A022"]
-    pos_err = torch.linalg.vector_norm(motion.robot_body_pos_w - motion.ref_body_pos_w, dim=-1).max().item()
-    rot_err = lm.quat_error_magnitude(motion.robot_body_quat_w, motion.ref_body_quat_w).max().item()
+    pos_err, rot_err = _state_frame_errors(motion)
     assert pos_err < 1e-3 and rot_err < 1e-3, (pos_err, rot_err)
 
 
@@ -66,15 +77,15 @@ def test_a_clip_end_is_a_time_out_and_the_reference_advances_one_frame_per_step(
                       "terminations.tracking.params.anchor_ori": 10.0,
                       "terminations.tracking.params.end_effector_height": 10.0, "episode_length_s": 100.0}))
     motion = env.command_manager.term("motion")
-    assert motion.frame.tolist() == [0] * N
+    assert motion.frame.tolist() == [1] * N  # written at frame 0, aiming at frame 1
     hold = torch.zeros(N, env.action_dim)
-    for k in range(149):  # frames 0 .. 149
+    for k in range(148):  # states at frames 1 .. 148
         _, _, terminated, truncated, _ = env.step(hold)
         assert not (terminated | truncated).any(), k
-        assert motion.frame.tolist() == [k + 1] * N
-    _, _, terminated, truncated, _ = env.step(hold)  # the step scored against the last frame
+        assert motion.frame.tolist() == [k + 2] * N
+    _, _, terminated, truncated, _ = env.step(hold)  # the state reached the last frame, 149
     assert truncated.all() and not terminated.any()
-    assert motion.frame.tolist() == [0] * N  # new episodes from the start
+    assert motion.frame.tolist() == [1] * N  # new episodes from the start
     assert env.flush_metrics()["termination/clip_end"] == N
 
 
@@ -133,7 +144,7 @@ def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make
     frames = []
     policy = lambda obs: frames.append(motion.frame.clone()) or torch.zeros(env.num_envs, env.action_dim)
     report = evaluation.run(env, policy)
-    assert frames[0].tolist() == [0, 0, 0, 0]  # every clip from its first frame
+    assert frames[0].tolist() == [1, 1, 1, 1]  # every clip from its first frame, aiming at its second
     assert [c["clip"] for c in report["cases"]] == ["fk_sway", "fk_short"]
     for case in report["cases"]:  # a zero policy falls off the reference within its first second
         assert case["success_rate"] == 0.0 and not case["passed"]

@@ -7,15 +7,17 @@
 1. action -> ctrl (``offset + scale * clip(action)``, the action manager's offset and scale);
 2. physics (``backend.step(ctrl, decimation)``);
 3. terminations of the tracking task (anchor height, anchor tilt, end-effector height; clip
-   end and the episode time-out are time-outs) on the frame the policy saw;
+   end and the episode time-out are time-outs) on the frame the policy saw, its target (the
+   clip at the time of the state physics just reached);
 4. the fused reward (six exp(-error / std^2) kernels, action rate, soft joint limits,
    undesired contacts; the task's weights times ``step_dt``) on that frame;
 5. the command advance (frame + 1, held at the clip's last frame) and the interval pushes'
    timers;
 6. final observations (policy 160, critic 286) on the post-physics state, advanced frames;
-7. the reset of done rows: the adaptive sampler records failures and draws new frames
-   (the task's ``StartSampler``), the reference state of those frames with the task's reset
-   noise and the pushes' velocity kicks go to ONE masked ``set_state_where`` call;
+7. the reset of done rows: the adaptive sampler records failures and draws start frames
+   (the task's ``StartSampler``; the target becomes the frame after), the reference state of
+   the start frames with the task's reset noise and the pushes' velocity kicks go to ONE
+   masked ``set_state_where`` call;
 8. observations of the post-reset state; on-device telemetry (reward episode sums, the
    command's error metrics).
 
@@ -177,6 +179,7 @@ class TrackingReference:
         self.episode_length = torch.zeros(n, **i64)
         self.ref = torch.empty(n, self.table.shape[1], device=dev)
         self.ref_next = torch.empty_like(self.ref)
+        self.start_ref = torch.empty_like(self.ref)  # the start frames' rows (one before the target)
         self.reset_qpos = default_qpos.expand(n, -1).clone()
         self.reset_qvel = self.default_qvel.expand(n, -1).clone()
         self.critic = torch.empty(n, CRITIC_DIM, device=dev)
@@ -326,9 +329,10 @@ class TrackingReference:
             self.metric_sums[5] += entropy
             self.metric_sums[6] += top
         clip, frame = self.sampler.sample(n, rng)
-        self._set_frames(done, clip, frame)
+        self._set_frames(done, clip, frame + 1)
         self.episode_length.masked_fill_(done, 0)
-        ref = self._lookup(self.ref)
+        self._lookup(self.ref)
+        ref = torch.index_select(self.table, 0, self.index - 1, out=self.start_ref)
 
         # The episode start of every row (only done rows are committed): the frame's state + noise.
         pose = self.pose_lo + self.pose_w * torch.rand(n, 6, generator=rng, device=dev)

@@ -72,14 +72,16 @@ class MotionEvaluation:
             for _ in range(int(lib.length.max())):
                 obs, _, terminated, truncated, _ = env.step(policy(obs))
                 ended = terminated | truncated
-                # The state physics reached against the clip at the same time (the command has
-                # advanced with it). Rows that ended this step now show their next episode,
-                # so they stop counting here.
+                # The state physics reached against the clip at the same time: the command's
+                # state frame (its target is already the next frame). Rows that ended this step
+                # now show their next episode, so they stop counting here.
                 counted = (running & ~ended).unsqueeze(1)
-                robot_pos, ref_pos = term.robot_body_pos_w, term.ref_body_pos_w
+                ref_pos, ref_joints = term.state_frame("body_pos", "joint_pos")
+                robot_pos = term.robot_body_pos_w
+                ref_pos = ref_pos.view(robot_pos.shape)
                 err = torch.linalg.vector_norm(robot_pos - ref_pos, dim=-1)
                 rel = torch.linalg.vector_norm((robot_pos - robot_pos[:, :1]) - (ref_pos - ref_pos[:, :1]), dim=-1)
-                joint = (env.robot.joint_pos - term.ref_joint_pos).abs().mean(-1)
+                joint = (env.robot.joint_pos - ref_joints).abs().mean(-1)
                 sums += torch.stack((err.mean(-1), rel.mean(-1), joint), dim=1) * counted
                 steps += counted[:, 0].float()
                 succeeded |= running & truncated & ~terminated

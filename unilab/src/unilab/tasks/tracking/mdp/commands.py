@@ -1,16 +1,25 @@
 """The motion command: every env follows a frame of a reference clip, one frame per step.
 
-``command`` is the reference joint state of the current frame, (N, 2J): positions then
+``frame`` is the *target*: the clip frame the next physics state is to match, one frame
+ahead of the robot's state between steps. After a reset the robot is written from the drawn
+start frame and the target is the frame after it; physics then moves the state to the
+target's time, where terminations, rewards and metrics compare the two, and the command
+advances. So the policy always observes the frame it is to reach, and every comparison is
+between the state and the clip at the same time. (``state_frame`` reads the frame the state
+is at between steps: the reset event and the evaluation use it.)
+
+``command`` is the reference joint state of the target frame, (N, 2J): positions then
 velocities. The reference is also given relative to the robot, as BeyondMimic defines it:
 the clip's anchor body (the torso) is moved to the robot anchor's x, y (keeping the clip's
 height) and turned about z to the robot anchor's heading; every tracked body follows that
 rigid yaw-and-shift. Rewards, observations and terminations read these through the
 properties below, computed once per state and frame.
 
-Episodes start at frames drawn by ``StartSampler`` (adaptive, uniform or the clip start).
-A clip's end is a time-out: an env on a clip's last frame is truncated (the value
-bootstraps) and starts a new draw, so the reference never jumps inside an episode and the
-reset transaction stays the only state write.
+Episodes start at frames drawn by ``StartSampler`` (adaptive, uniform or the clip start;
+always before the clip's last frame). A clip's end is a time-out: the step whose state
+reached the clip's last frame is truncated (the value bootstraps) and starts a new draw, so
+the reference never jumps inside an episode and the reset transaction stays the only state
+write. A clip of F frames is F - 1 steps from its first frame.
 
 Metrics (per step, mean over envs): ``error_anchor_pos`` (m), ``error_anchor_rot`` (rad),
 ``error_body_pos`` (m, mean over tracked bodies, against the relative reference),
@@ -56,7 +65,7 @@ class MotionCommand(CommandTerm):
                                     max(1, round(cfg.bin_s / env.step_dt)), cfg.sampling, cfg.adaptive_uniform_ratio,
                                     cfg.adaptive_alpha, cfg.adaptive_kernel_size, cfg.adaptive_lambda, dev)
         self.clip = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.frame = torch.zeros(n, dtype=torch.int64, device=dev)
+        self.frame = torch.ones(n, dtype=torch.int64, device=dev)  # every clip has >= 2 frames
         # Bumps when frames change: what depends on the reference is cached per state and version.
         self._version = 0
         self._set_frames(self.clip, self.frame)
@@ -88,6 +97,14 @@ class MotionCommand(CommandTerm):
     def _bodies(self, name: str, width: int) -> torch.Tensor:
         return self._columns(name).view(-1, self.body_index.shape[0], width)
 
+    def state_frame(self, *quantities: str) -> tuple[torch.Tensor, ...]:
+        """``FrameTable`` columns (e.g. "joint_pos", "body_pos") of the frame the robot's state
+        is at between steps, one before the target: after a reset, the frame the episode was
+        written from; after a step, the clip at the time of the state physics reached. One
+        gather (the target's row is what the properties below read)."""
+        row = self.library.packed.index_select(0, self.index - 1)
+        return tuple(row[:, self.library.columns[q]] for q in quantities)
+
     def at_clip_end(self) -> torch.Tensor:
         return self.frame >= self.last_frame
 
@@ -102,12 +119,13 @@ class MotionCommand(CommandTerm):
             clip, frame = self.assigned, torch.zeros_like(self.assigned)
         else:
             clip, frame = self.sampler.sample(env.num_envs, env.rng)
-        self._set_frames(torch.where(done, clip, self.clip), torch.where(done, frame, self.frame))
+        # The episode starts on the drawn frame (the reset event writes it); the target is the next.
+        self._set_frames(torch.where(done, clip, self.clip), torch.where(done, frame + 1, self.frame))
 
     def refresh(self) -> None:
         self._version += 1  # the robot anchor moved (reset rows): the relative reference changes
 
-    # ---- the reference at the current frame ------------------------------------------------
+    # ---- the reference at the target frame ---------------------------------------------------
     @property
     def ref_joint_pos(self) -> torch.Tensor:
         return self._columns("joint_pos")
@@ -115,10 +133,6 @@ class MotionCommand(CommandTerm):
     @property
     def ref_joint_vel(self) -> torch.Tensor:
         return self._columns("joint_vel")
-
-    @property
-    def ref_root_state(self) -> tuple[torch.Tensor, ...]:
-        return tuple(self._columns(c) for c in ("root_pos", "root_quat", "root_lin_vel", "root_ang_vel"))
 
     @property
     def ref_body_pos_w(self) -> torch.Tensor:

@@ -12,10 +12,11 @@ _POSE_AXES = ("x", "y", "z", "roll", "pitch", "yaw")
 
 
 class reset_from_motion:
-    """Writes, for every row, the reference state of the command's current frame into the
-    transaction (only the rows starting an episode are committed): root pose and velocity,
-    joint positions and velocities, each with uniform noise. Joint positions stay inside the
-    soft joint limits. Runs after the command drew the new episodes' frames.
+    """Writes, for every row, the reference state of the episode's start frame (the command's
+    ``state_frame``, one before its target) into the transaction (only the rows starting an
+    episode are committed): root pose and velocity, joint positions and velocities, each with
+    uniform noise. Joint positions stay inside the soft joint limits. Runs after the command
+    drew the new episodes' frames.
 
     params: command_name; pose_range / velocity_range (axis -> (lo, hi); axes x y z roll
     pitch yaw; velocities in the world frame); joint_position_range (lo, hi) rad;
@@ -47,7 +48,8 @@ class reset_from_motion:
 
     def __call__(self, env, txn) -> None:
         robot, n = env.robot, txn.reset_qpos.shape[0]
-        pos, quat, lin_vel, ang_vel_w = self.command.ref_root_state
+        pos, quat, lin_vel, ang_vel_w, joints, joint_vel = self.command.state_frame(
+            "root_pos", "root_quat", "root_lin_vel", "root_ang_vel", "joint_pos", "joint_vel")
         pose = self._uniform(env, (n, 6), self.pose_lo, self.pose_width)
         vel = self._uniform(env, (n, 6), self.vel_lo, self.vel_width)
         quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), quat)
@@ -57,8 +59,7 @@ class reset_from_motion:
         torch.add(lin_vel, vel[:, :3], out=txn.reset_qvel[:, b:b + 3])
         # The free joint's angular velocity is in the body frame.
         txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
-        joints = self.command.ref_joint_pos
         if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
             joints = joints + self._uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
         txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(joints, self.soft_lo, self.soft_hi)
-        txn.reset_qvel[:, robot.joint_qvel_index] = self.command.ref_joint_vel
+        txn.reset_qvel[:, robot.joint_qvel_index] = joint_vel

@@ -26,6 +26,8 @@ class FrameTable:
             missing = [b for b in (root_body, *tracked_bodies) if b not in clip.body_names]
             if missing:
                 raise ValueError(f"{owner}: clip {clip.name!r} has no bodies {missing}; it has {list(clip.body_names)}")
+            if clip.num_frames < 2:  # an episode is at least one step from a frame to the next
+                raise ValueError(f"{owner}: clip {clip.name!r} has {clip.num_frames} frame; at least 2 are needed")
             if abs(clip.fps - fps) > 1e-6 * fps:
                 raise ValueError(f"{owner}: clip {clip.name!r} is at {clip.fps:g} fps, the env steps at {fps:g} Hz; "
                                  f"import it at {fps:g} fps (unilab-motion import --fps {fps:g})")
