@@ -74,3 +74,22 @@ def test_the_summary_gives_the_median_rate_of_the_intervals_that_learned():
     assert summary["median_env_steps_per_s_learning"] == 500.0
     assert summary["median_env_steps_per_s_all_ranks_learning"] == 1000.0
     assert json.dumps(summary)  # a JSON document
+
+
+@pytest.mark.parametrize("algo", ["fastsac", "flashsac"])
+def test_the_tracking_preset_lets_actions_reach_every_joint_angle_of_its_default_clip(algo):
+    # Both algorithms squash actions into [-action_scale, action_scale]; the PD targets
+    # offset + scale * action must cover the clip's joint angles, or no policy can track it.
+    from unilab import make_manager_based_rl_env
+
+    preset = PRESETS["gpu_track"]
+    tokens = dict(t.split("=", 1) for t in preset.overrides[algo])
+    env = make_manager_based_rl_env(preset.task, backend="mujoco", num_envs=1)
+    try:
+        table = env.command_manager.term("motion").library
+        actions = env.action_manager
+        needed = ((table.packed[:, table.columns["joint_pos"]] - actions.offset) / actions.scale).abs().max()
+    finally:
+        env.close()
+    assert needed > 1.0  # the default range would not do
+    assert float(tokens["action_scale"]) >= needed

@@ -52,6 +52,14 @@ _FLASHSAC_G1 = (
 # the same run learning after each step (one seed each). FlashSAC's learning with it is unmeasured.
 _FASTSAC_G1 = ("compile=true", "overlap_learning=true", "log_every=50", "checkpoint_every=1000")
 
+# Tracking needs a wider action range than walking. Both algorithms squash actions into
+# [-action_scale, action_scale], while the task's per-joint scales (0.25 effort / kp) were made
+# for PPO, whose actions are unbounded. Reaching the default clip's joint angles from the
+# default pose needs |action| up to 2.15 at the knees, 1.35 at the hip pitch, 2.0 at the
+# shoulder yaw and 3.65 at the left wrist yaw: 15 of the 29 joints need more than 1. 4 covers
+# them all.
+_TRACK_ACTION_RANGE = ("action_scale=4.0",)
+
 PRESETS: dict[str, TrainingPreset] = {
     "gpu_walk": TrainingPreset(
         description="G1 walking on one GPU: MuJoCo Warp, 4096 envs, 9 minutes",
@@ -67,10 +75,10 @@ PRESETS: dict[str, TrainingPreset] = {
     ),
     "gpu_track": TrainingPreset(
         description="G1 tracking its default clip on one GPU: MuJoCo Warp, 4096 envs, 9 minutes "
-                    "(the walking preset's algorithm settings, not yet tuned for tracking)",
+                    "(the walking preset's algorithm settings with the action range tracking needs)",
         # FastSAC by default: the only algorithm trained on tracking so far.
         task="g1_motion_tracking", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
-        overrides={"flashsac": _FLASHSAC_G1, "fastsac": _FASTSAC_G1},
+        overrides={"flashsac": _FLASHSAC_G1 + _TRACK_ACTION_RANGE, "fastsac": _FASTSAC_G1 + _TRACK_ACTION_RANGE},
         # A training-curve proxy of the evaluation's bar (unilab-eval: success >= 95%, MPKPE <= 40
         # mm): fewer than 5% of episodes end by a termination, and tracked bodies are within 4 cm of
         # the relative reference on average. Not the length fraction: episodes start anywhere in
