@@ -172,7 +172,7 @@ class TrackingReference:
         # ---- state and preallocated buffers ----
         i64 = dict(dtype=torch.int64, device=dev)
         self.clip = torch.zeros(n, **i64)
-        self.frame = torch.zeros(n, **i64)
+        self.frame = torch.ones(n, **i64)  # a target, one after a start frame
         self.last_frame = torch.zeros(n, **i64)
         self.frame_base = torch.zeros(n, **i64)
         self.index = torch.zeros(n, **i64)
@@ -323,7 +323,7 @@ class TrackingReference:
         rows = done.unsqueeze(1)
         self.action.masked_fill_(rows, 0.0)
         self.prev_action.masked_fill_(rows, 0.0)
-        self.sampler.record(self.clip, self.frame, failed)
+        self.sampler.record(self.clip, self.frame - 1, failed)  # the failing state's frame
         if self.telemetry:
             entropy, top = self.sampler.entropy_and_top()
             self.metric_sums[5] += entropy

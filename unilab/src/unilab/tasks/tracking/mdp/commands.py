@@ -114,7 +114,8 @@ class MotionCommand(CommandTerm):
     def reset(self, done: torch.Tensor) -> None:
         env = self.env
         failed = done & env.termination_manager.terminated
-        self.sampler.record(self.clip, self.frame, failed)
+        # The failing state was at the target before this step's advance: one frame back.
+        self.sampler.record(self.clip, self.frame - 1, failed)
         if self.assigned is not None:
             clip, frame = self.assigned, torch.zeros_like(self.assigned)
         else:
