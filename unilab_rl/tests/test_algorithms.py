@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 from helpers import tiny_agent
-from unilab_rl.networks.flash import PolicyHead, UnitBatchNorm, UnitLinear, UnitRMSNorm, project_to_unit_norm
+from unilab_rl.networks.flash import UnitBatchNorm, UnitLinear, UnitRMSNorm
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 
 ALGOS = ["flashsac", "fastsac"]
@@ -55,21 +55,6 @@ def test_flashsac_weights_stay_projected_after_updates():
             if isinstance(layer, UnitRMSNorm):
                 norm = layer.scale.norm(dim=-1)
                 assert torch.allclose(norm, torch.full_like(norm, math.sqrt(layer.scale.shape[-1])), atol=1e-4)
-
-
-def test_flashsac_actor_starts_near_the_default_action_with_a_small_std():
-    # Whatever the observation, a fresh actor's mean is ~0 (the default pose) and its std is
-    # e^-2.5, the middle of [-5, 0]; the projection leaves the free heads as they are.
-    env, _, agent = tiny_agent("flashsac")
-    actor = agent.actor
-    project_to_unit_norm(actor)
-    obs = 100.0 * torch.randn(env.num_envs, env.observation_spec["policy"])
-    actor.train()  # batch statistics: the trunk's output is unit-scale for any input scale
-    mean, log_std = actor(obs)
-    assert mean.abs().max() < 0.05
-    assert torch.allclose(log_std, torch.full_like(log_std, -2.5))
-    heads = [m for m in actor.modules() if isinstance(m, PolicyHead)]
-    assert len(heads) == 2 and not any(isinstance(m, UnitLinear) for h in heads for m in h.modules())
 
 
 def test_flashsac_noise_is_held_for_its_repeat_length():

@@ -124,7 +124,7 @@ class FlashTrunk(nn.Module):
 
 
 class UnitHead(nn.Module):
-    """The critic's output layer: unit-norm weight rows plus a free bias."""
+    """Output layer: unit-norm weight rows plus a free bias."""
 
     def __init__(self, ensemble: int, in_features: int, out_features: int) -> None:
         super().__init__()
@@ -135,36 +135,15 @@ class UnitHead(nn.Module):
         return self.linear(x) + self.bias
 
 
-class PolicyHead(nn.Module):
-    """The actor's output layer: a free linear map (not projected), its weights drawn from
-    N(0, init_std) (zero for init_std=0), zero bias.
-
-    Not unit-norm on purpose: the post-RMSNorm features have norm sqrt(width), so a unit-norm
-    row would start every action mean at about N(0, 1) before tanh (large random joint
-    offsets) and could only rotate, never shrink. A free head started near zero begins at the
-    default pose and at the middle of the log-std range."""
-
-    def __init__(self, in_features: int, out_features: int, init_std: float) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(1, out_features, in_features) * init_std)
-        self.bias = nn.Parameter(torch.zeros(1, 1, out_features))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.bmm(x, self.weight.transpose(1, 2)) + self.bias
-
-
 class FlashActor(nn.Module):
-    """Tanh-Gaussian policy; log-std squashed into [log_std_min, log_std_max].
-
-    [-5, 0] keeps a floor of exploration (std >= 0.007) and starts at std e^-2.5 = 0.08,
-    where the log-std head's zero weights put it."""
+    """Tanh-Gaussian policy; log-std squashed into [log_std_min, log_std_max]."""
 
     def __init__(self, obs_dim: int, action_dim: int, width: int, num_blocks: int,
-                 log_std_min: float = -5.0, log_std_max: float = 0.0) -> None:
+                 log_std_min: float = -10.0, log_std_max: float = 2.0) -> None:
         super().__init__()
         self.trunk = FlashTrunk(1, obs_dim, width, num_blocks)
-        self.mean_head = PolicyHead(width, action_dim, init_std=1e-3)
-        self.log_std_head = PolicyHead(width, action_dim, init_std=0.0)
+        self.mean_head = UnitHead(1, width, action_dim)
+        self.log_std_head = UnitHead(1, width, action_dim)
         self.log_std_min = log_std_min
         self.log_std_max = log_std_max
 
