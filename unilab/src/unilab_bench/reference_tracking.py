@@ -221,7 +221,7 @@ class TrackingReference:
         if sampler_failed is not None:
             self.sampler.failed.copy_(sampler_failed)
         if sampler_probabilities is not None:
-            self.sampler.probabilities = sampler_probabilities.clone()
+            self.sampler.probabilities.copy_(sampler_probabilities)
         if rng_state is not None:
             self.rng.set_state(rng_state)
         if push_time_left is not None and self.pushes:

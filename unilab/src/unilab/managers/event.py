@@ -74,9 +74,10 @@ class EventManager:
         fires this step (None when there are no interval events)."""
         if not self.interval_terms:
             return None
+        # In place: the timers are state carried from step to step, kept at fixed storage.
         self.time_left -= dt
-        self.fired = self.time_left <= 0.0
-        self.time_left = torch.where(self.fired, self._periods(env, env.num_envs), self.time_left)
+        torch.le(self.time_left, 0.0, out=self.fired)
+        torch.where(self.fired, self._periods(env, env.num_envs), self.time_left, out=self.time_left)
         return self.fired.any(dim=1)
 
     def apply(self, env, txn: StateTransaction) -> None:

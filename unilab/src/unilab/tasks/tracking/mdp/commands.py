@@ -64,11 +64,18 @@ class MotionCommand(CommandTerm):
         self.sampler = StartSampler([c.num_frames for c in clips], library.weights.tolist(),
                                     max(1, round(cfg.bin_s / env.step_dt)), cfg.sampling, cfg.adaptive_uniform_ratio,
                                     cfg.adaptive_alpha, cfg.adaptive_kernel_size, cfg.adaptive_lambda, dev)
-        self.clip = torch.zeros(n, dtype=torch.int64, device=dev)
-        self.frame = torch.ones(n, dtype=torch.int64, device=dev)  # every clip has >= 2 frames
+        # Per env, updated in place (each keeps one storage for the env's life): its clip, its
+        # target frame, the clip's last frame and first row in the packed table, the target's
+        # row index and its packed reference row (``command`` is a view of it).
+        i64 = dict(dtype=torch.int64, device=dev)
+        self.clip = torch.zeros(n, **i64)
+        self.frame = torch.ones(n, **i64)  # every clip has >= 2 frames
+        self.last_frame, self.clip_start, self.index = (torch.zeros(n, **i64) for _ in range(3))
+        self.ref = torch.empty(n, self.library.packed.shape[1], device=dev)
+        self.command = self._columns("joint_pos", "joint_vel")
         # Bumps when frames change: what depends on the reference is cached per state and version.
         self._version = 0
-        self._set_frames(self.clip, self.frame)
+        self._set_frames(torch.ones(n, dtype=torch.bool, device=dev), self.clip, self.frame)
         self.assigned: torch.Tensor | None = None
 
     def assign(self, clips: torch.Tensor | None) -> None:
@@ -80,15 +87,18 @@ class MotionCommand(CommandTerm):
         self.assigned = None if clips is None else clips.to(self.clip.device, torch.int64)
 
     # ---- the frame ----------------------------------------------------------------------
-    def _set_frames(self, clip: torch.Tensor, frame: torch.Tensor, same_clips: bool = False) -> None:
-        self.clip, self.frame = clip, frame
-        if not same_clips:  # per env: the clip's last frame and its first row in the packed table
-            self.last_frame = self.library.length[clip] - 1
-            self.clip_start = self.library.start[clip]
-        self.index = self.clip_start + frame
-        # The frame's whole reference in one gather; the properties below are views of it.
-        self.ref = self.library.packed.index_select(0, self.index)
-        self.command = self._columns("joint_pos", "joint_vel")
+    def _set_frames(self, rows: torch.Tensor, clip: torch.Tensor, frame: torch.Tensor) -> None:
+        """``rows`` take ``clip`` and target ``frame``; every row's reference is gathered again."""
+        torch.where(rows, clip, self.clip, out=self.clip)
+        torch.where(rows, frame, self.frame, out=self.frame)
+        torch.sub(self.library.length[self.clip], 1, out=self.last_frame)
+        torch.index_select(self.library.start, 0, self.clip, out=self.clip_start)
+        self._look_up()
+
+    def _look_up(self) -> None:
+        # The target's whole reference in one gather; the properties below are views of it.
+        torch.add(self.clip_start, self.frame, out=self.index)
+        torch.index_select(self.library.packed, 0, self.index, out=self.ref)
         self._version += 1
 
     def _columns(self, first: str, last: str | None = None) -> torch.Tensor:
@@ -109,7 +119,8 @@ class MotionCommand(CommandTerm):
         return self.frame >= self.last_frame
 
     def step(self, dt: float) -> None:
-        self._set_frames(self.clip, torch.minimum(self.frame + 1, self.last_frame), same_clips=True)
+        torch.minimum(self.frame + 1, self.last_frame, out=self.frame)
+        self._look_up()
 
     def reset(self, done: torch.Tensor) -> None:
         env = self.env
@@ -121,7 +132,7 @@ class MotionCommand(CommandTerm):
         else:
             clip, frame = self.sampler.sample(env.num_envs, env.rng)
         # The episode starts on the drawn frame (the reset event writes it); the target is the next.
-        self._set_frames(torch.where(done, clip, self.clip), torch.where(done, frame + 1, self.frame))
+        self._set_frames(done, clip, frame + 1)
 
     def refresh(self) -> None:
         self._version += 1  # the robot anchor moved (reset rows): the relative reference changes

@@ -37,7 +37,8 @@ class StartSampler:
         self.clip_weight = w / w.sum()
         self.kernel = [decay ** i for i in range(kernel_size)]
         self.failed = torch.zeros(self.num_bins, device=device)  # EMA of failures per bin
-        self.probabilities = self._probabilities()
+        self.probabilities = torch.empty(self.num_bins, device=device)  # updated in place
+        self._probabilities(out=self.probabilities)
 
     def bin_of(self, clip: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
         return self.bin_offset[clip] + torch.minimum(frame // self.bin_frames, self.clip_bins[clip] - 1)
@@ -50,9 +51,9 @@ class StartSampler:
             return
         counts = torch.zeros_like(self.failed).index_add_(0, self.bin_of(clip, frame), failed.float())
         self.failed.mul_(1.0 - self.alpha).add_(self.alpha * counts)
-        self.probabilities = self._probabilities()
+        self._probabilities(out=self.probabilities)
 
-    def _probabilities(self) -> torch.Tensor:
+    def _probabilities(self, out: torch.Tensor) -> torch.Tensor:
         """Per bin: P(clip) * P(bin | clip)."""
         if self.mode == "adaptive":
             p = self.failed + self.uniform_ratio / self.num_bins
@@ -65,7 +66,7 @@ class StartSampler:
         else:
             p = self.bin_size.float()  # uniform over frames
         per_clip = torch.zeros_like(self.clip_weight).index_add_(0, self.bin_clip, p)
-        return p / per_clip[self.bin_clip] * self.clip_weight[self.bin_clip]
+        return torch.mul(p / per_clip[self.bin_clip], self.clip_weight[self.bin_clip], out=out)
 
     def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(clip, frame) for ``n`` envs."""

@@ -5,7 +5,8 @@ Resampling on timers is sync-free: every step draws candidates for all envs and
 needed. Reset rows resample the same way through ``reset(done_mask)``, from the same
 step's candidates. Standing envs get a zero command; heading envs replace the yaw rate
 with a clipped P-controller on a sampled heading (re-evaluated every step from the
-current yaw).
+current yaw). The command's tensors (and the curriculum's ranges) are updated in place, so
+each keeps one storage for the env's life.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class UniformVelocityCommand(CommandTerm):
         self.heading_target = torch.zeros(n, device=dev)
         self._candidates: tuple[torch.Tensor, ...] | None = None
         self.held = False
+        self.lo, self.width = torch.zeros(3, device=dev), torch.zeros(3, device=dev)
         self.set_ranges(cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z)
 
     def hold(self, commands: torch.Tensor | None) -> None:
@@ -50,9 +52,9 @@ class UniformVelocityCommand(CommandTerm):
         if commands.shape != (n, 3):
             raise ValueError(f"commands: expected shape ({n}, 3), got {tuple(commands.shape)}")
         self.held = True
-        self.sampled = commands.to(self.env.device, torch.float32).clone()
-        self.is_standing = torch.zeros_like(self.is_standing)
-        self.is_heading = torch.zeros_like(self.is_heading)
+        self.sampled.copy_(commands)
+        self.is_standing.fill_(False)
+        self.is_heading.fill_(False)
         self._update()
 
     def set_ranges(self, lin_vel_x=None, lin_vel_y=None, ang_vel_z=None) -> None:
@@ -60,9 +62,8 @@ class UniformVelocityCommand(CommandTerm):
         cfg = self.cfg
         ranges = [lin_vel_x or cfg.lin_vel_x, lin_vel_y or cfg.lin_vel_y, ang_vel_z or cfg.ang_vel_z]
         self.ranges = tuple(tuple(map(float, r)) for r in ranges)
-        dev = self.env.device
-        self.lo = torch.tensor([r[0] for r in self.ranges], device=dev)
-        self.width = torch.tensor([r[1] - r[0] for r in self.ranges], device=dev)
+        self.lo.copy_(torch.tensor([r[0] for r in self.ranges]))
+        self.width.copy_(torch.tensor([r[1] - r[0] for r in self.ranges]))
 
     def metrics(self) -> torch.Tensor:
         r = self.env.robot
@@ -95,11 +96,11 @@ class UniformVelocityCommand(CommandTerm):
 
     def _keep_candidates_where(self, rows: torch.Tensor) -> None:
         twist, standing, heading_env, heading, period = self._candidates
-        self.sampled = torch.where(rows[:, None], twist, self.sampled)
-        self.is_standing = torch.where(rows, standing, self.is_standing)
-        self.is_heading = torch.where(rows, heading_env, self.is_heading)
-        self.heading_target = torch.where(rows, heading, self.heading_target)
-        self.time_left = torch.where(rows, period, self.time_left)
+        torch.where(rows[:, None], twist, self.sampled, out=self.sampled)
+        torch.where(rows, standing, self.is_standing, out=self.is_standing)
+        torch.where(rows, heading_env, self.is_heading, out=self.is_heading)
+        torch.where(rows, heading, self.heading_target, out=self.heading_target)
+        torch.where(rows, period, self.time_left, out=self.time_left)
 
     def _update(self) -> None:
         cmd = self.sampled
@@ -107,7 +108,7 @@ class UniformVelocityCommand(CommandTerm):
             err = wrap_to_pi(self.heading_target - self.env.robot.heading_w)
             yaw_rate = (self.cfg.heading_stiffness * err).clamp(*self.ranges[2])
             cmd = torch.cat((cmd[:, :2], torch.where(self.is_heading, yaw_rate, cmd[:, 2]).unsqueeze(1)), dim=1)
-        self.command = cmd * (~self.is_standing).unsqueeze(1)
+        torch.mul(cmd, (~self.is_standing).unsqueeze(1), out=self.command)
 
     def reset(self, done: torch.Tensor) -> None:
         """Resample the ``done`` rows (masked: this step's candidates, no row list)."""

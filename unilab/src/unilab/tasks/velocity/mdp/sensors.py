@@ -16,8 +16,9 @@ class _FootTimers:
 
     def update(self, env) -> None:
         contact = self.contact
-        self.air_time = torch.where(contact, 0.0, self.air_time + self.step_dt)
-        self.contact_time = torch.where(contact, self.contact_time + self.step_dt, 0.0)
+        # In place: the timers are state carried from step to step, kept at fixed storage.
+        self.air_time.add_(self.step_dt).masked_fill_(contact, 0.0)
+        self.contact_time.add_(self.step_dt).mul_(contact)  # zero where the foot is in the air
 
     def reset(self, done: torch.Tensor) -> None:
         mask = done.unsqueeze(1)

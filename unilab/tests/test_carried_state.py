@@ -1,0 +1,77 @@
+"""State a manager or term carries from one step to the next keeps one storage for the env's
+life: it is updated in place, never rebound to a new tensor. A step replayed from a captured
+CUDA graph reads and writes fixed addresses, so a rebound timer or command would silently
+stop advancing there; this pins the property on the host, for both built-in tasks, through
+resets, pushes, command resamples and a curriculum stage change."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from unilab.robot import RobotState
+
+# What a step produces rather than carries: returned to the caller or read later in the same
+# step only, so a fresh tensor each step is right (a replayed graph returns copies of them).
+STEP_OUTPUTS = ("env.obs", "env.termination_manager.fired", "env.termination_manager.terminated",
+                "env.termination_manager.truncated", "env.reward_manager.last_components")
+
+
+def carried_tensors(env) -> dict[str, torch.Tensor]:
+    """Every tensor reachable from the env's managers and terms, by attribute path. The
+    robot's derived-state cache is per state by design, and the backend is not the env's."""
+    found: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+
+    def walk(obj, path: str) -> None:
+        if id(obj) in seen or isinstance(obj, RobotState) or path.startswith(STEP_OUTPUTS):
+            return
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            found[path] = obj
+        elif isinstance(obj, dict):
+            for key, value in obj.items():
+                walk(value, f"{path}[{key!r}]")
+        elif isinstance(obj, (list, tuple)):
+            for i, value in enumerate(obj):
+                walk(value, f"{path}[{i}]")
+        elif type(obj).__module__.startswith("unilab") and hasattr(obj, "__dict__"):
+            for key, value in vars(obj).items():
+                if key not in ("env", "backend", "cfg"):
+                    walk(value, f"{path}.{key}")
+
+    walk(env, "env")
+    return found
+
+
+CASES = {
+    # Pushes every step or two, commands resampled every 0.1-0.2 s, the curriculum widening at
+    # step 5 (the velocity task), random actions that make robots fall and reset.
+    "g1_walk_flat": {"events.push.interval_range_s": (0.02, 0.04),
+                     "commands.twist.resampling_time_range_s": (0.1, 0.2),
+                     "curriculum.command_ranges.params.stages": [
+                         {"step": 0, "lin_vel_x": (-1.0, 1.0)}, {"step": 5, "lin_vel_x": (-1.5, 2.0)}]},
+    "g1_motion_tracking": {"events.push.interval_range_s": (0.02, 0.04)},
+}
+
+
+@pytest.mark.parametrize("task", sorted(CASES))
+def test_carried_state_keeps_its_storage_across_steps(make_env, task):
+    env = make_env(task=task, num_envs=16, overrides={"validate_actions": False, **CASES[task]})
+    gen = torch.Generator().manual_seed(0)
+    act = lambda: 2.0 * torch.rand(env.num_envs, env.action_dim, generator=gen) - 1.0
+    env.step(act())
+    start = carried_tensors(env)
+    storage = {path: (t.data_ptr(), tuple(t.shape)) for path, t in start.items()}
+    resets = pushes = 0
+    for _ in range(40):
+        _, _, terminated, truncated, _ = env.step(act())
+        resets += int((terminated | truncated).sum())
+        pushes += int(env.event_manager.fired.sum())
+    assert resets > 0 and pushes > 0  # the masked write paths ran
+    if task == "g1_walk_flat":
+        assert env.curriculum_manager.state["curriculum/command_ranges/stage"] == 1.0
+    now = carried_tensors(env)
+    rebound = sorted(p for p in storage if p in now and (now[p].data_ptr(), tuple(now[p].shape)) != storage[p])
+    assert rebound == []
+    assert sorted(set(now) - set(storage)) == [] and sorted(set(storage) - set(now)) == []
+    assert len(storage) > 20  # the walk reached the managers' and terms' state
