@@ -11,11 +11,14 @@ from unilab_rl.goals import GoalTracker
 
 
 def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
-                  startup_s: float) -> None:
+                  startup_s: float, startup_phases: dict[str, float]) -> None:
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
                "startup_s": round(startup_s, 1),  # arguments parsed (imports done) to the first training step
+               # Its parts: building the env (the simulator's model, kernels and graphs too), the
+               # learner and replay buffer, and the rest (checks, run files).
+               "startup_phases_s": {k: round(v, 2) for k, v in startup_phases.items()},
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
                **tracker.summary()}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)

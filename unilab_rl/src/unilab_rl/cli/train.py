@@ -276,6 +276,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
     if is_main:  # said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU)
         print(f"unilab-train: building {args.num_envs} envs of {args.task} on {args.backend}", flush=True)
     env = build_env(factory, args, device, seed, plan["env_overrides"])
+    startup_phases = {"env_build_s": time.perf_counter() - started}
     sink = agent = lock = stopper = None
     # A bar redraws one line with carriage returns: right on a terminal, one garbled line in
     # a log file; elsewhere progress prints as status lines.
@@ -294,7 +295,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         apply_thread_policy(spec.device, args.torch_threads)
         if rank is not None:
             distributed.start(rank, spec.device)
+        learning_started = time.perf_counter()
         agent, runner = build_learning(env, spec, args, plan, rank)
+        startup_phases["learner_and_replay_s"] = time.perf_counter() - learning_started
         # From here a SIGINT/SIGTERM stops the run at its first step with a checkpoint (the
         # files below, and a data-parallel peer still starting, may come after the signal).
         stopper = StopOnSignal(runner)
@@ -326,12 +329,14 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         # time: said here, and kept in the summary apart from the budget. It counts from the
         # parsed command, so Python's imports before it are not in it.
         startup_s = time.perf_counter() - started
+        startup_phases["other_s"] = startup_s - sum(startup_phases.values())
         if is_main:
-            print(f"unilab-train: start-up took {startup_s:.1f} s; training starts", flush=True)
+            parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.1f} s" for k, v in startup_phases.items())
+            print(f"unilab-train: start-up took {startup_s:.1f} s ({parts}); training starts", flush=True)
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
-            write_summary(args, result, tracker, started, startup_s)
+            write_summary(args, result, tracker, started, startup_s, startup_phases)
     finally:
         if stopper is not None:
             stopper.restore()
