@@ -31,3 +31,13 @@ def test_a_planted_semantic_change_fails_naming_the_changed_key(monkeypatch):
     assert len(errors) == 1
     assert "g1_motion_tracking: its semantics changed" in errors[0]
     assert "rewards.tracking.weights.body_pos" in errors[0]
+
+
+def test_how_the_env_runs_is_not_part_of_a_tasks_fingerprint():
+    pytest.importorskip("unilab")
+    from unilab.fingerprint import task_fingerprint
+
+    base = task_fingerprint("g1_walk_flat")
+    assert task_fingerprint("g1_walk_flat", {"cuda_graph": True, "validate_actions": False,
+                                             "profile_phases": True}) == base
+    assert task_fingerprint("g1_walk_flat", {"episode_length_s": 10.0}) != base

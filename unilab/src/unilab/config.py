@@ -213,6 +213,9 @@ class RecorderTermCfg(TermCfg):
     capacity: int = Field(default=1000, ge=1)  # steps kept in the on-device ring buffer
 
 
+EXECUTION_SETTINGS = ("validate_actions", "profile_phases", "cuda_graph")
+
+
 class EnvCfg(Strict):
     scene: Callable[[], Any]  # returns the MJCF path
     reset_keyframe: str  # the model keyframe every episode starts from (events perturb it)
@@ -231,10 +234,14 @@ class EnvCfg(Strict):
     metrics: dict[str, MetricTermCfg] = Field(default_factory=dict)
     recorders: dict[str, RecorderTermCfg] = Field(default_factory=dict)
     backend_options: dict[str, Any] = Field(default_factory=dict)  # e.g. nthread, nconmax
+    # How the env runs, not what it computes (EXECUTION_SETTINGS: not in a task's fingerprint).
     # Action/ctrl finiteness checks cost one host sync per step; a proven runner turns
     # them off to keep a DEVICE-plane step sync-free (shape/dtype/device checks stay).
     validate_actions: bool = True
     profile_phases: bool = False  # per-phase timings (CUDA events on GPU), read at flush
+    # Replay the step's manager phases from CUDA graphs (unilab.step_graphs): CUDA devices,
+    # backends with a device data plane and immediate reset publication, no recorders.
+    cuda_graph: bool = False
 
     @field_validator("commands", mode="before")
     @classmethod

@@ -20,6 +20,7 @@ from unilab.managers.reward import RewardManager
 from unilab.managers.sensor import SensorManager
 from unilab.managers.termination import TerminationManager
 from unilab.robot import RobotState
+from unilab.step_graphs import StepGraphs
 
 
 class ManagerBasedRlEnv:
@@ -61,6 +62,9 @@ class ManagerBasedRlEnv:
     policy did not see (on a resample step, or every step for a heading controller).
     Ended envs reset inside ``step``; ``obs`` is post-reset. Construction performs a full
     reset, so ``step`` may be called before ``reset``.
+
+    With ``cfg.cuda_graph`` the same steps 3-10 replay from three CUDA graphs, split where
+    the host acts (the curriculum) and where the backend writes (``unilab.step_graphs``).
     """
 
     def __init__(self, cfg: EnvCfg, backend: str, num_envs: int, device=None, seed: int = 0) -> None:
@@ -98,6 +102,7 @@ class ManagerBasedRlEnv:
         self.episode_length = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.common_step_counter = 0
         self.timer = StepPhaseTimer(self.device, cfg.profile_phases)
+        self.step_graphs = StepGraphs(self) if cfg.cuda_graph else None  # checks its preconditions
 
         # Managers declare their metrics while they are built; the metric manager's own
         # terms come last and allocate the accumulators.
@@ -147,11 +152,37 @@ class ManagerBasedRlEnv:
         self.backend.step(ctrl, self.decimation)
         timer.stop("backend_step_ms")
         self.robot.invalidate()
+        self.common_step_counter += 1
+        self.metric_manager.count_step()
+        runs = self._after_physics if self.step_graphs is None else self.step_graphs.run
+        obs, reward, terminated, truncated, final_obs = runs()
+        timer.stop("step_total_ms")
+        timer.tick()
+        self.obs = obs
+        return obs, reward, terminated, truncated, {"final_obs": final_obs}
 
+    def invalidate_step_graphs(self) -> None:
+        """Capture the step's graphs again before the next replay. A term calls it when it
+        changes what its Python does in a step (an evaluation hook pinning commands or
+        clips); a replay would otherwise run the old choice. Nothing to do without graphs."""
+        if self.step_graphs is not None:
+            self.step_graphs.invalidate()
+
+    # ---- the phases of a step (each one CUDA graph with ``cuda_graph``) ----------------
+    def _after_physics(self):
+        """Steps 3-10 of the step, eagerly: (obs, reward, terminated, truncated, final_obs)."""
+        terminated, truncated, reward, done, pushed, final_obs = self._update_phase()
+        self.curriculum_manager.update(self)
+        self._write_state(*self._reset_phase(done, pushed))
+        return self._observe_phase(), reward, terminated, truncated, final_obs
+
+    def _update_phase(self):
+        """Post-physics, before the curriculum: sensors, episode lengths, terminations,
+        rewards, the commands' metrics and advance, interval timers, final observations."""
+        timer = self.timer
         timer.start("update_state_ms")
         self.sensor_manager.update(self)
         self.episode_length += 1
-        self.common_step_counter += 1
         terminated, truncated = self.termination_manager.compute(self)
         reward = self.reward_manager.compute(self)
         self.command_manager.record_metrics(self.metric_manager)
@@ -159,15 +190,21 @@ class ManagerBasedRlEnv:
         done = terminated | truncated
         pushed = self.event_manager.tick_interval(self, self.step_dt)
         timer.stop("update_state_ms")
-
         timer.start("final_obs_ms")
         final_obs = self.observation_manager.compute(self, commit=False)
         timer.stop("final_obs_ms")
-        timer.start("reset_done_ms")
-        self.curriculum_manager.update(self)
-        self._commit(self._begin_reset(done, pushed, log=True))
-        timer.stop("reset_done_ms")
+        timer.start("reset_done_ms")  # stopped in _observe_phase: curriculum, reset, write, refresh
+        return terminated, truncated, reward, done, pushed, final_obs
 
+    def _reset_phase(self, done: torch.Tensor, pushed: torch.Tensor | None):
+        """The reset transaction, up to the full-size state it writes."""
+        return self._commit_state(self._begin_reset(done, pushed, log=True))
+
+    def _observe_phase(self) -> dict[str, torch.Tensor]:
+        """After the state write: the commands' refresh, observations, metrics, recorders."""
+        timer = self.timer
+        self.command_manager.refresh()
+        timer.stop("reset_done_ms")
         timer.start("observation_ms")
         obs = self.observation_manager.compute(self)
         timer.stop("observation_ms")
@@ -176,11 +213,7 @@ class ManagerBasedRlEnv:
         if self.recorder_manager.terms:
             self.recorder_manager.record(self)
         timer.stop("metrics_ms")
-        timer.stop("step_total_ms")
-        timer.tick()
-        self.obs = obs
-        info = {"final_obs": final_obs}
-        return obs, reward, terminated, truncated, info
+        return obs
 
     def flush_metrics(self) -> dict[str, float]:
         out = self.metric_manager.flush()  # one host sync
@@ -234,11 +267,18 @@ class ManagerBasedRlEnv:
     def _commit(self, txn: StateTransaction) -> None:
         """ONE ``set_state_where`` call for the rows that reset (their episode start) or were
         pushed (their edited velocities); no row list, so no host sync."""
+        self._write_state(*self._commit_state(txn))
+        self.command_manager.refresh()
+
+    def _commit_state(self, txn: StateTransaction) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The rows to write and the full-size state they take."""
         reset = txn.reset.unsqueeze(1)
         qpos = torch.where(reset, txn.reset_qpos, self.robot.qpos)
         qvel = torch.where(reset, txn.reset_qvel, txn.qvel)
+        return txn.reset | txn.interval, qpos, qvel
+
+    def _write_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         self.timer.start("reset_done_reset_call_ms")
-        self.backend.set_state_where(txn.reset | txn.interval, qpos, qvel)
+        self.backend.set_state_where(rows, qpos, qvel)
         self.timer.stop("reset_done_reset_call_ms")
         self.robot.invalidate()
-        self.command_manager.refresh()

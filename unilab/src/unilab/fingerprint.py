@@ -33,10 +33,14 @@ def stable_config(value: Any) -> Any:
 
 
 def task_record(task: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The task's resolved config (``unilab.task_config``) as stable data."""
+    """The task's resolved config (``unilab.task_config``) as stable data, less the settings
+    of how the env runs (``EXECUTION_SETTINGS``: checks, profiling, CUDA graphs), which leave
+    the MDP as it is."""
+    from unilab.config import EXECUTION_SETTINGS
     from unilab.registry import task_config
 
-    return {"task": task, "config": stable_config(task_config(task, dict(overrides or {})).model_dump())}
+    config = task_config(task, dict(overrides or {})).model_dump(exclude=set(EXECUTION_SETTINGS))
+    return {"task": task, "config": stable_config(config)}
 
 
 def record_fingerprint(record: dict[str, Any]) -> str:

@@ -62,8 +62,10 @@ class MetricManager:
     def episodes_ended(self, done: torch.Tensor) -> None:
         self.acc[_EPISODES] += done.sum()
 
+    def count_step(self) -> None:
+        self.steps += 1  # on the host, apart from on_step: a replayed step graph runs no Python
+
     def on_step(self, env) -> None:
-        self.steps += 1
         if self.terms:
             self.acc[self._terms_slot] += torch.stack([t.fn(env).float().mean() for t in self.terms])
 

@@ -85,6 +85,7 @@ class MotionCommand(CommandTerm):
                                   or bool((clips >= self.library.num_clips).any())):
             raise ValueError(f"clips: expected {tuple(self.clip.shape)} clip indices in [0, {self.library.num_clips})")
         self.assigned = None if clips is None else clips.to(self.clip.device, torch.int64)
+        self.env.invalidate_step_graphs()  # a step's Python changes: assigned clips skip sampling
 
     # ---- the frame ----------------------------------------------------------------------
     def _set_frames(self, rows: torch.Tensor, clip: torch.Tensor, frame: torch.Tensor) -> None:

@@ -45,6 +45,7 @@ class UniformVelocityCommand(CommandTerm):
     def hold(self, commands: torch.Tensor | None) -> None:
         """Evaluation hook: pin every row's command to ``commands`` (N, 3) (no resampling, no
         standing or heading rows, across resets) until ``hold(None)``."""
+        self.env.invalidate_step_graphs()  # a step's Python changes: held rows skip resampling
         if commands is None:
             self.held = False
             return

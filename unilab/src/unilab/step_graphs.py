@@ -1,0 +1,111 @@
+"""The env step's manager phases, replayed from CUDA graphs (``EnvCfg.cuda_graph``).
+
+Why: a step dispatches 220-300 small kernels from Python (terminations, rewards, commands,
+the reset transaction, observations). On a GPU each is a launch of a few microseconds, a
+cost that has nothing to do with the work. Replayed from graphs they are three launches.
+
+What runs how, in the order of the eager step:
+- eager: the action check and processing, the backend's step;
+- graph 1, the update phase: sensors, episode lengths, terminations, rewards, the commands'
+  metrics and advance, interval timers, the final observations;
+- eager: the curriculum, which decides on the host step counter;
+- graph 2, the reset transaction up to the full-size state it writes;
+- eager: the backend's ``set_state_where`` (its own kernels and graphs);
+- graph 3: the commands' refresh, observations, metric accumulation.
+
+Why this is the same step: every state a manager or term carries between steps is updated
+in place (``tests/test_carried_state.py``), so it lives at the fixed addresses a graph reads
+and writes; the backend's views are fixed tensors too (a device data plane with immediate
+reset publication, checked here); the env's generator is registered with each graph, so a
+replay draws what an eager step would; host counters (the step count, the metrics' step
+count) advance outside the graphs. A term whose Python changes what a step does (an
+evaluation hook) calls ``env.invalidate_step_graphs()`` and the graphs are captured again.
+
+The first ``warmup`` steps run eagerly (library workspaces and lazy state must exist before a
+capture); the next one captures the three graphs, which records and runs nothing, and then
+performs the step by replaying them. A graph's outputs are overwritten by its next replay,
+so a step returns copies of them.
+
+Preconditions, each refused at construction naming the setting: a CUDA device; a backend
+with a device data plane and immediate reset publication; no recorders (their ring position
+is on the host); ``profile_phases`` off (its timings are host-driven).
+"""
+
+from __future__ import annotations
+
+import torch
+from unisim import DataPlane, ResetPublication
+
+
+class StepGraphs:
+    def __init__(self, env, warmup: int = 3) -> None:
+        caps = env.backend.capabilities
+        problems = []
+        if env.device.type != "cuda":
+            problems.append(f"a CUDA device (the env is on {env.device})")
+        if caps.data_plane is not DataPlane.DEVICE or caps.selected_reset_publication is not ResetPublication.IMMEDIATE:
+            problems.append("a backend with a device data plane and immediate reset publication (this one: "
+                            f"{caps.data_plane.value}, {caps.selected_reset_publication.value})")
+        if env.cfg.recorders:
+            problems.append(f"no recorders (configured: {sorted(env.cfg.recorders)})")
+        if env.cfg.profile_phases:
+            problems.append("profile_phases=false")
+        if problems:
+            raise ValueError("cuda_graph=true needs " + "; ".join(problems))
+        self.env = env
+        self.warmup = warmup
+        self.eager_steps = 0
+        # Warm-up steps and captures run on one side stream, so that the library workspaces a
+        # capture needs (cuBLAS for the observations' small matmuls) already exist for it.
+        self.stream = torch.cuda.Stream(env.device)
+        self.graphs: tuple[torch.cuda.CUDAGraph, ...] | None = None
+        self.outputs: tuple = ()
+
+    def invalidate(self) -> None:
+        self.graphs = None
+        self.eager_steps = 0
+
+    def run(self) -> tuple:
+        """The step after physics: (obs, reward, terminated, truncated, final_obs)."""
+        env = self.env
+        if self.graphs is None and self.eager_steps < self.warmup:
+            self.eager_steps += 1
+            return self._on_side_stream(env._after_physics)
+        if self.graphs is None:
+            self._capture()
+        update, reset, observe = self.graphs
+        (terminated, truncated, reward, _, _, final_obs), write, obs = self.outputs
+        update.replay()
+        env.curriculum_manager.update(env)
+        reset.replay()
+        env._write_state(*write)
+        observe.replay()
+        return (_copy(obs), reward.clone(), terminated.clone(), truncated.clone(), _copy(final_obs))
+
+    def _capture(self) -> None:
+        env = self.env
+        graphs = tuple(torch.cuda.CUDAGraph() for _ in range(3))
+        for graph in graphs:
+            graph.register_generator_state(env.rng)
+        side = self.stream
+        torch.cuda.synchronize(env.device)
+        with torch.cuda.graph(graphs[0], stream=side):
+            updated = env._update_phase()
+        with torch.cuda.graph(graphs[1], pool=graphs[0].pool(), stream=side):
+            write = env._reset_phase(updated[3], updated[4])
+        env.robot.invalidate()  # graph 3 reads the written state, as the eager step does
+        with torch.cuda.graph(graphs[2], pool=graphs[0].pool(), stream=side):
+            obs = env._observe_phase()
+        self.graphs, self.outputs = graphs, (updated, write, obs)
+
+    def _on_side_stream(self, work):
+        current = torch.cuda.current_stream(self.env.device)
+        self.stream.wait_stream(current)
+        with torch.cuda.stream(self.stream):
+            out = work()
+        current.wait_stream(self.stream)
+        return out
+
+
+def _copy(group: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: t.clone() for name, t in group.items()}
