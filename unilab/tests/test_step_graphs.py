@@ -31,15 +31,21 @@ BUSY = {"episode_length_s": 0.3, "events.push.interval_range_s": (0.02, 0.04),
             {"step": 0, "lin_vel_x": (-1.0, 1.0)}, {"step": 10, "lin_vel_x": (-1.5, 2.0)}]}
 
 
-@needs_cuda
-def test_the_graphed_step_is_the_eager_step(make_env):
-    eager = make_env(task="g1_walk_flat", backend="mjwarp", device="cuda", num_envs=64, seed=3, overrides=BUSY)
-    graphed = make_env(task="g1_walk_flat", backend="mjwarp", device="cuda", num_envs=64, seed=3,
-                       overrides={**BUSY, "cuda_graph": True})
-    gen = torch.Generator().manual_seed(0)
+def _recorded(env):
+    """The env's step graphs on the host stand-in (tests/recorded_graphs.py)."""
+    from recorded_graphs import RecordedGraphRuntime
+    from test_carried_state import carried_tensors
+    from unilab.step_graphs import StepGraphs
+
+    env.step_graphs = StepGraphs(env, runtime=RecordedGraphRuntime(env, carried_tensors))
+    return env
+
+
+def _same_steps(eager, graphed, steps: int, gen: torch.Generator, scale: float = 0.3) -> int:
+    """Steps both with the same actions, asserting equal results; returns the resets seen."""
     dones = 0
-    for k in range(45):  # 3 eager warm-up steps, the capture, then replays
-        action = (0.3 * torch.randn(64, eager.action_dim, generator=gen)).cuda()
+    for k in range(steps):
+        action = (scale * torch.randn(eager.num_envs, eager.action_dim, generator=gen)).to(eager.device)
         a_obs, a_rew, a_term, a_trunc, a_info = eager.step(action)
         b_obs, b_rew, b_term, b_trunc, b_info = graphed.step(action)
         assert torch.equal(a_term, b_term) and torch.equal(a_trunc, b_trunc), k
@@ -48,13 +54,71 @@ def test_the_graphed_step_is_the_eager_step(make_env):
             torch.testing.assert_close(b_obs[group], a_obs[group], atol=1e-3, rtol=1e-3)
             torch.testing.assert_close(b_info["final_obs"][group], a_info["final_obs"][group], atol=1e-3, rtol=1e-3)
         dones += int((a_term | a_trunc).sum())
+    return dones
+
+
+BUSY_TRACKING = {"episode_length_s": 0.3, "events.push.interval_range_s": (0.02, 0.04), "validate_actions": False}
+
+
+@pytest.mark.parametrize(("task", "overrides"), [("g1_walk_flat", BUSY), ("g1_motion_tracking", BUSY_TRACKING)])
+def test_replaying_the_recorded_phases_is_the_eager_step(make_env, task, overrides):
+    eager = make_env(task=task, backend="mjwarp", num_envs=16, seed=3, overrides=overrides)
+    graphed = _recorded(make_env(task=task, backend="mjwarp", num_envs=16, seed=3, overrides=overrides))
+    dones = _same_steps(eager, graphed, 40, torch.Generator().manual_seed(0))
+    assert graphed.step_graphs.runtime.captures == 1 and graphed.step_graphs.graphs is not None
+    assert dones > 16  # every row reset at least once, through the replayed reset transaction
+    assert eager.flush_metrics() == pytest.approx(graphed.flush_metrics(), rel=1e-4, abs=1e-5)
+
+
+def test_the_stand_in_catches_state_a_step_rebinds(make_env, monkeypatch):
+    # The interval timers as they were written before they were kept in place: a replay
+    # reads the first storage forever, so the pushes stop and the two envs part.
+    from unilab.managers.event import EventManager
+
+    def rebinding_tick(self, env, dt):
+        self.time_left = self.time_left - dt
+        self.fired = self.time_left <= 0.0
+        self.time_left = torch.where(self.fired, self._periods(env, env.num_envs), self.time_left)
+        return self.fired.any(dim=1)
+
+    monkeypatch.setattr(EventManager, "tick_interval", rebinding_tick)
+    eager = make_env(task="g1_walk_flat", backend="mjwarp", num_envs=16, seed=3, overrides=BUSY)
+    graphed = _recorded(make_env(task="g1_walk_flat", backend="mjwarp", num_envs=16, seed=3, overrides=BUSY))
+    with pytest.raises(AssertionError):
+        _same_steps(eager, graphed, 40, torch.Generator().manual_seed(0))
+
+
+def test_an_evaluation_hook_after_capture_is_captured_again_on_the_host(make_env):
+    env = _recorded(make_env(task="g1_walk_flat", backend="mjwarp", num_envs=8, overrides=BUSY))
+    zero = torch.zeros(8, env.action_dim)
+    for _ in range(6):
+        env.step(zero)
+    assert env.step_graphs.runtime.captures == 1
+    term = env.command_manager.term("twist")
+    held = torch.tensor([[0.5, 0.0, 0.0]]).expand(8, 3)
+    term.hold(held)
+    for _ in range(12):  # past several resample times and time-outs
+        env.step(zero)
+        torch.testing.assert_close(term.command, held)
+    assert env.step_graphs.runtime.captures == 2
+    term.hold(None)
+
+
+@needs_cuda
+def test_the_graphed_step_is_the_eager_step(make_env):
+    eager = make_env(task="g1_walk_flat", backend="mjwarp", device="cuda", num_envs=64, seed=3, overrides=BUSY)
+    graphed = make_env(task="g1_walk_flat", backend="mjwarp", device="cuda", num_envs=64, seed=3,
+                       overrides={**BUSY, "cuda_graph": True})
+    dones = _same_steps(eager, graphed, 45, torch.Generator().manual_seed(0))  # 3 warm-up steps, capture, replays
     assert graphed.step_graphs.graphs is not None  # it replayed
     assert dones > 64  # every row reset at least once
     assert eager.flush_metrics().keys() == graphed.flush_metrics().keys()
     # A returned tensor is the caller's: the next replay does not overwrite it.
-    kept = b_obs["policy"].clone()
-    graphed.step(torch.zeros(64, graphed.action_dim, device="cuda"))
-    assert torch.equal(b_obs["policy"], kept)
+    zero = torch.zeros(64, graphed.action_dim, device="cuda")
+    obs = graphed.step(zero)[0]["policy"]
+    kept = obs.clone()
+    graphed.step(zero)
+    assert torch.equal(obs, kept)
 
 
 @needs_cuda

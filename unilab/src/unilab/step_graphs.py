@@ -22,9 +22,8 @@ count) advance outside the graphs. A term whose Python changes what a step does 
 evaluation hook) calls ``env.invalidate_step_graphs()`` and the graphs are captured again.
 
 The first ``warmup`` steps run eagerly (library workspaces and lazy state must exist before a
-capture); the next one captures the three graphs, which records and runs nothing, and then
-performs the step by replaying them. A graph's outputs are overwritten by its next replay,
-so a step returns copies of them.
+capture); the next one captures the three graphs and then performs the step by replaying
+them. A graph's outputs are overwritten by its next replay, so a step returns copies.
 
 Preconditions, each refused at construction naming the setting: a CUDA device; a backend
 with a device data plane and immediate reset publication; no recorders (their ring position
@@ -33,33 +32,77 @@ is on the host); ``profile_phases`` off (its timings are host-driven).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from unisim import DataPlane, ResetPublication
 
 
+class CudaGraphRuntime:
+    """Captures and replays on one side stream, so that the library workspaces a capture
+    needs (cuBLAS for the observations' small matmuls) exist from the eager warm-up on it."""
+
+    def __init__(self, env) -> None:
+        self.env = env
+        self.stream = torch.cuda.Stream(env.device)
+
+    def eager(self, work: Callable[[], Any]) -> Any:
+        current = torch.cuda.current_stream(self.env.device)
+        self.stream.wait_stream(current)
+        with torch.cuda.stream(self.stream):
+            out = work()
+        current.wait_stream(self.stream)
+        return out
+
+    def capture_all(self, phases: list[Callable[[], Any]]) -> tuple[list[Any], list[Any]]:
+        """Capture each phase in order into its own graph (sharing one memory pool), running
+        nothing: (graphs, each phase's outputs)."""
+        torch.cuda.synchronize(self.env.device)
+        graphs, outputs = [], []
+        for phase in phases:
+            graph = torch.cuda.CUDAGraph()
+            graph.register_generator_state(self.env.rng)
+            pool = graphs[0].pool() if graphs else None
+            with torch.cuda.graph(graph, pool=pool, stream=self.stream):
+                outputs.append(phase())
+            graphs.append(graph)
+        return graphs, outputs
+
+    @staticmethod
+    def replay(graph) -> None:
+        graph.replay()
+
+
+def check_cuda_graph_preconditions(env) -> None:
+    caps = env.backend.capabilities
+    problems = []
+    if env.device.type != "cuda":
+        problems.append(f"a CUDA device (the env is on {env.device})")
+    if caps.data_plane is not DataPlane.DEVICE or caps.selected_reset_publication is not ResetPublication.IMMEDIATE:
+        problems.append("a backend with a device data plane and immediate reset publication (this one: "
+                        f"{caps.data_plane.value}, {caps.selected_reset_publication.value})")
+    if env.cfg.recorders:
+        problems.append(f"no recorders (configured: {sorted(env.cfg.recorders)})")
+    if env.cfg.profile_phases:
+        problems.append("profile_phases=false")
+    if problems:
+        raise ValueError("cuda_graph=true needs " + "; ".join(problems))
+
+
 class StepGraphs:
-    def __init__(self, env, warmup: int = 3) -> None:
-        caps = env.backend.capabilities
-        problems = []
-        if env.device.type != "cuda":
-            problems.append(f"a CUDA device (the env is on {env.device})")
-        if caps.data_plane is not DataPlane.DEVICE or caps.selected_reset_publication is not ResetPublication.IMMEDIATE:
-            problems.append("a backend with a device data plane and immediate reset publication (this one: "
-                            f"{caps.data_plane.value}, {caps.selected_reset_publication.value})")
-        if env.cfg.recorders:
-            problems.append(f"no recorders (configured: {sorted(env.cfg.recorders)})")
-        if env.cfg.profile_phases:
-            problems.append("profile_phases=false")
-        if problems:
-            raise ValueError("cuda_graph=true needs " + "; ".join(problems))
+    def __init__(self, env, warmup: int = 3, runtime=None) -> None:
+        """``runtime`` stands in for CUDA graphs in a host test; by default the preconditions
+        are checked and CUDA graphs are used."""
+        if runtime is None:
+            check_cuda_graph_preconditions(env)
+            runtime = CudaGraphRuntime(env)
         self.env = env
         self.warmup = warmup
+        self.runtime = runtime
         self.eager_steps = 0
-        # Warm-up steps and captures run on one side stream, so that the library workspaces a
-        # capture needs (cuBLAS for the observations' small matmuls) already exist for it.
-        self.stream = torch.cuda.Stream(env.device)
-        self.graphs: tuple[torch.cuda.CUDAGraph, ...] | None = None
-        self.outputs: tuple = ()
+        self.graphs: list[Any] | None = None
+        self.outputs: list[Any] = []
 
     def invalidate(self) -> None:
         self.graphs = None
@@ -67,44 +110,35 @@ class StepGraphs:
 
     def run(self) -> tuple:
         """The step after physics: (obs, reward, terminated, truncated, final_obs)."""
-        env = self.env
+        env, runtime = self.env, self.runtime
         if self.graphs is None and self.eager_steps < self.warmup:
             self.eager_steps += 1
-            return self._on_side_stream(env._after_physics)
+            return runtime.eager(env._after_physics)
         if self.graphs is None:
             self._capture()
         update, reset, observe = self.graphs
         (terminated, truncated, reward, _, _, final_obs), write, obs = self.outputs
-        update.replay()
+        runtime.replay(update)
         env.curriculum_manager.update(env)
-        reset.replay()
+        runtime.replay(reset)
         env._write_state(*write)
-        observe.replay()
+        runtime.replay(observe)
         return (_copy(obs), reward.clone(), terminated.clone(), truncated.clone(), _copy(final_obs))
 
     def _capture(self) -> None:
         env = self.env
-        graphs = tuple(torch.cuda.CUDAGraph() for _ in range(3))
-        for graph in graphs:
-            graph.register_generator_state(env.rng)
-        side = self.stream
-        torch.cuda.synchronize(env.device)
-        with torch.cuda.graph(graphs[0], stream=side):
-            updated = env._update_phase()
-        with torch.cuda.graph(graphs[1], pool=graphs[0].pool(), stream=side):
-            write = env._reset_phase(updated[3], updated[4])
-        env.robot.invalidate()  # graph 3 reads the written state, as the eager step does
-        with torch.cuda.graph(graphs[2], pool=graphs[0].pool(), stream=side):
-            obs = env._observe_phase()
-        self.graphs, self.outputs = graphs, (updated, write, obs)
+        updated: list[Any] = []
 
-    def _on_side_stream(self, work):
-        current = torch.cuda.current_stream(self.env.device)
-        self.stream.wait_stream(current)
-        with torch.cuda.stream(self.stream):
-            out = work()
-        current.wait_stream(self.stream)
-        return out
+        def update():
+            updated.extend(env._update_phase())
+            return updated
+
+        def observe():
+            env.robot.invalidate()  # graph 3 reads the written state, as the eager step does
+            return env._observe_phase()
+
+        self.graphs, self.outputs = self.runtime.capture_all(
+            [update, lambda: env._reset_phase(updated[3], updated[4]), observe])
 
 
 def _copy(group: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
