@@ -18,7 +18,9 @@ STEP_OUTPUTS = ("env.obs", "env.termination_manager.fired", "env.termination_man
 
 def carried_tensors(env) -> dict[str, torch.Tensor]:
     """Every tensor reachable from the env's managers and terms, by attribute path. The
-    robot's derived-state cache is per state by design, and the backend is not the env's."""
+    robot's derived-state cache is per state by design, and the backend is not the env's;
+    the step graphs' own tensors (their outputs and, on the host stand-in, the recorded
+    calls) are not state the step carries."""
     found: dict[str, torch.Tensor] = {}
     seen: set[int] = set()
 
@@ -36,7 +38,7 @@ def carried_tensors(env) -> dict[str, torch.Tensor]:
                 walk(value, f"{path}[{i}]")
         elif type(obj).__module__.startswith("unilab") and hasattr(obj, "__dict__"):
             for key, value in vars(obj).items():
-                if key not in ("env", "backend", "cfg"):
+                if key not in ("env", "backend", "cfg", "step_graphs"):  # the graphs hold their own copies
                     walk(value, f"{path}.{key}")
 
     walk(env, "env")

@@ -37,7 +37,7 @@ def _recorded(env):
     from test_carried_state import carried_tensors
     from unilab.step_graphs import StepGraphs
 
-    env.step_graphs = StepGraphs(env, runtime=RecordedGraphRuntime(env, carried_tensors))
+    env.step_graphs = StepGraphs(env, env.step_phases, runtime=RecordedGraphRuntime(env, carried_tensors))
     return env
 
 

@@ -20,7 +20,7 @@ from unilab.managers.reward import RewardManager
 from unilab.managers.sensor import SensorManager
 from unilab.managers.termination import TerminationManager
 from unilab.robot import RobotState
-from unilab.step_graphs import StepGraphs
+from unilab.step_graphs import StepGraphs, StepPhases
 
 
 class ManagerBasedRlEnv:
@@ -102,7 +102,9 @@ class ManagerBasedRlEnv:
         self.episode_length = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
         self.common_step_counter = 0
         self.timer = StepPhaseTimer(self.device, cfg.profile_phases)
-        self.step_graphs = StepGraphs(self) if cfg.cuda_graph else None  # checks its preconditions
+        self.step_phases = StepPhases(after_physics=self._after_physics, update=self._update_phase,
+                                      reset=self._reset_phase, write=self._write_state, observe=self._observe_phase)
+        self.step_graphs = StepGraphs(self, self.step_phases) if cfg.cuda_graph else None  # checks its needs
 
         # Managers declare their metrics while they are built; the metric manager's own
         # terms come last and allocate the accumulators.

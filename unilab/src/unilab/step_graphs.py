@@ -33,6 +33,7 @@ is on the host); ``profile_phases`` off (its timings are host-driven).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -90,14 +91,27 @@ def check_cuda_graph_preconditions(env) -> None:
         raise ValueError("cuda_graph=true needs " + "; ".join(problems))
 
 
+@dataclass(frozen=True)
+class StepPhases:
+    """The env's step after physics, whole (``after_physics``: the eager step) and in the
+    pieces the graphs hold or run between them."""
+
+    after_physics: Callable[[], tuple]  # -> (obs, reward, terminated, truncated, final_obs)
+    update: Callable[[], tuple]  # -> (terminated, truncated, reward, done, pushed, final_obs)
+    reset: Callable[[Any, Any], tuple]  # (done, pushed) -> (rows, qpos, qvel) to write
+    write: Callable[..., None]  # (rows, qpos, qvel): the backend's set_state_where
+    observe: Callable[[], dict]  # -> obs
+
+
 class StepGraphs:
-    def __init__(self, env, warmup: int = 3, runtime=None) -> None:
+    def __init__(self, env, phases: StepPhases, warmup: int = 3, runtime=None) -> None:
         """``runtime`` stands in for CUDA graphs in a host test; by default the preconditions
         are checked and CUDA graphs are used."""
         if runtime is None:
             check_cuda_graph_preconditions(env)
             runtime = CudaGraphRuntime(env)
         self.env = env
+        self.phases = phases
         self.warmup = warmup
         self.runtime = runtime
         self.eager_steps = 0
@@ -110,10 +124,10 @@ class StepGraphs:
 
     def run(self) -> tuple:
         """The step after physics: (obs, reward, terminated, truncated, final_obs)."""
-        env, runtime = self.env, self.runtime
+        env, runtime, phases = self.env, self.runtime, self.phases
         if self.graphs is None and self.eager_steps < self.warmup:
             self.eager_steps += 1
-            return runtime.eager(env._after_physics)
+            return runtime.eager(phases.after_physics)
         if self.graphs is None:
             self._capture()
         update, reset, observe = self.graphs
@@ -121,24 +135,24 @@ class StepGraphs:
         runtime.replay(update)
         env.curriculum_manager.update(env)
         runtime.replay(reset)
-        env._write_state(*write)
+        phases.write(*write)
         runtime.replay(observe)
         return (_copy(obs), reward.clone(), terminated.clone(), truncated.clone(), _copy(final_obs))
 
     def _capture(self) -> None:
-        env = self.env
+        env, phases = self.env, self.phases
         updated: list[Any] = []
 
         def update():
-            updated.extend(env._update_phase())
+            updated.extend(phases.update())
             return updated
 
         def observe():
             env.robot.invalidate()  # graph 3 reads the written state, as the eager step does
-            return env._observe_phase()
+            return phases.observe()
 
         self.graphs, self.outputs = self.runtime.capture_all(
-            [update, lambda: env._reset_phase(updated[3], updated[4]), observe])
+            [update, lambda: phases.reset(updated[3], updated[4]), observe])
 
 
 def _copy(group: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
