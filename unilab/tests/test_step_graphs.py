@@ -68,6 +68,12 @@ def test_replaying_the_recorded_phases_is_the_eager_step(make_env, task, overrid
     assert graphed.step_graphs.runtime.captures == 1 and graphed.step_graphs.graphs is not None
     assert dones > 16  # every row reset at least once, through the replayed reset transaction
     assert eager.flush_metrics() == pytest.approx(graphed.flush_metrics(), rel=1e-4, abs=1e-5)
+    # What a step returned stays the caller's (a collector keeps obs for the next insert).
+    zero = torch.zeros(16, graphed.action_dim)
+    obs, reward = graphed.step(zero)[:2]
+    kept = {k: v.clone() for k, v in obs.items()}, reward.clone()
+    graphed.step(zero)
+    assert all(torch.equal(obs[k], kept[0][k]) for k in obs) and torch.equal(reward, kept[1])
 
 
 def test_the_stand_in_catches_state_a_step_rebinds(make_env, monkeypatch):
