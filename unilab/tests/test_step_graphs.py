@@ -142,3 +142,25 @@ def test_an_evaluation_hook_after_capture_takes_effect(make_env):
         env.step(zero)
         torch.testing.assert_close(term.command, held)
     term.hold(None)
+
+
+@pytest.mark.parametrize(("task", "options"), [
+    ("g1_walk_flat", {"envs_per_command": 1, "seconds": 0.6, "settle_s": 0.2}),
+    ("g1_motion_tracking", {"envs_per_clip": 2})])
+def test_the_task_evaluation_reports_the_same_on_replayed_graphs(make_env, task, options):
+    # The evaluations pin commands or clips through the hooks, which capture the graphs again.
+    from unilab.evaluation import task_evaluation
+
+    evaluation = task_evaluation(task, options)
+    reports = []
+    for graphed in (False, True):
+        env = make_env(task=evaluation.task, backend="mjwarp", num_envs=evaluation.num_envs(),
+                       overrides={"validate_actions": False})
+        if graphed:
+            _recorded(env)
+        gen = torch.Generator().manual_seed(1)
+        policy = lambda obs, env=env, gen=gen: 0.3 * torch.randn(env.num_envs, env.action_dim, generator=gen)
+        reports.append(evaluation.run(env, policy))
+        if graphed:
+            assert env.step_graphs.runtime.captures >= 1
+    assert reports[1] == reports[0]  # the host stand-in runs the same ops: equal to the bit
