@@ -7,25 +7,41 @@ import cProfile
 import pstats
 import traceback
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from unisim import DataPlane
 from unisim.host_sync import HostSyncProbe
 
 
+@contextmanager
+def _probing(backend) -> Iterator[HostSyncProbe]:
+    """A dispatch probe over a stepping loop. On a HOST_BRIDGE backend the backend's own calls
+    are left out (they sync by design); on a DEVICE backend the whole step counts."""
+    ignored = ("step", "set_state_where") if _host_bridge(backend) else ()
+    with HostSyncProbe() as probe, probe.ignoring(backend, *ignored):
+        yield probe
+
+
+def _host_bridge(backend) -> bool:
+    return backend.capabilities.data_plane is DataPlane.HOST_BRIDGE
+
+
+def _counts(probe: HostSyncProbe, steps: int, backend) -> dict[str, float]:
+    return {"aten_ops_per_step": probe.op_count / steps, "kernel_ops_per_step": probe.kernel_op_count / steps,
+            "host_syncs_per_step": len(probe.syncs) / steps, "backend_calls_left_out": float(_host_bridge(backend))}
+
+
 def dispatch_profile(env, action, steps: int = 10) -> dict[str, float]:
     """Per env step: aten ops, and compute ops without views (on a GPU each is about one
     kernel launch, the number fusing reduces; warp kernels inside the backend are not torch
-    ops and are not counted), and host syncs. On a HOST_BRIDGE backend the backend's own
-    calls are left out of the sync count (they sync by design); on a DEVICE backend the
-    whole step counts. Works on any device (unisim.host_sync)."""
-    host_bridge = env.backend.capabilities.data_plane is DataPlane.HOST_BRIDGE
-    ignored = ("step", "set_state_where") if host_bridge else ()
-    with HostSyncProbe() as probe, probe.ignoring(env.backend, *ignored):
+    ops and are not counted), and host syncs (``_probing``). Works on any device
+    (unisim.host_sync)."""
+    with _probing(env.backend) as probe:
         for _ in range(steps):
             env.step(action)
-    return {"aten_ops_per_step": probe.op_count / steps, "kernel_ops_per_step": probe.kernel_op_count / steps,
-            "host_syncs_per_step": len(probe.syncs) / steps, "backend_calls_left_out": float(host_bridge)}
+    return _counts(probe, steps, env.backend)
 
 
 class _PhaseOpCounter:
@@ -51,10 +67,8 @@ def kernel_ops_by_phase(env, action, steps: int = 10) -> dict[str, float]:
     """Kernel ops per env step in each phase of the env's step timer (where the step's ops
     are: terminations, rewards and commands sit in ``update_state``), counted like
     ``dispatch_profile``. The env's own timer is put back afterwards."""
-    host_bridge = env.backend.capabilities.data_plane is DataPlane.HOST_BRIDGE
-    ignored = ("step", "set_state_where") if host_bridge else ()
     timer = env.timer
-    with HostSyncProbe() as probe, probe.ignoring(env.backend, *ignored):
+    with _probing(env.backend) as probe:
         counter = env.timer = _PhaseOpCounter(probe)
         try:
             for _ in range(steps):
@@ -67,9 +81,7 @@ def kernel_ops_by_phase(env, action, steps: int = 10) -> dict[str, float]:
 def reference_profile(ref, action, steps: int = 10) -> dict[str, float]:
     """The reference loop's dispatch counts per step, counted as ``dispatch_profile`` counts
     the env's (a HOST_BRIDGE backend's own calls left out), and cProfile calls per step."""
-    host_bridge = ref.backend.capabilities.data_plane is DataPlane.HOST_BRIDGE
-    ignored = ("step", "set_state_where") if host_bridge else ()
-    with HostSyncProbe() as probe, probe.ignoring(ref.backend, *ignored):
+    with _probing(ref.backend) as probe:
         for _ in range(steps):
             ref.step(action)
     profiler = cProfile.Profile()
@@ -77,9 +89,7 @@ def reference_profile(ref, action, steps: int = 10) -> dict[str, float]:
     for _ in range(steps):
         ref.step(action)
     profiler.disable()
-    return {"aten_ops_per_step": probe.op_count / steps, "kernel_ops_per_step": probe.kernel_op_count / steps,
-            "host_syncs_per_step": len(probe.syncs) / steps, "backend_calls_left_out": float(host_bridge),
-            "python_calls_per_step": pstats.Stats(profiler).total_calls / steps}
+    return {**_counts(probe, steps, ref.backend), "python_calls_per_step": pstats.Stats(profiler).total_calls / steps}
 
 
 def reward_kernel_ops(env) -> int:
