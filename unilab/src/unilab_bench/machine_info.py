@@ -51,9 +51,10 @@ def machine() -> dict[str, Any]:
 
 def git_commit() -> str:
     """The commit of the checkout this tree runs from, or 'unknown' (a tree copied without git)."""
+    from unilab_bench.matrix_trees import git
+
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
+        return git("rev-parse", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

@@ -16,7 +16,8 @@ SOURCE_DIRS = ("unisim-core/src", "unilab/src", "unilab_rl/src")
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd).stdout.strip()
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd,
+                          timeout=60).stdout.strip()
 
 
 NOT_A_CHECKOUT = "unknown (not a git checkout)"
