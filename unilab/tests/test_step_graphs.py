@@ -101,6 +101,9 @@ def test_an_evaluation_hook_after_capture_is_captured_again_on_the_host(make_env
         env.step(zero)
     assert env.step_graphs.runtime.captures == 1
     term = env.command_manager.term("twist")
+    with pytest.raises(ValueError, match=r"commands: expected shape \(8, 3\)"):
+        term.hold(torch.zeros(4, 3))  # bad input changes nothing, the captured graphs included
+    assert env.step_graphs.graphs is not None and not term.held
     held = torch.tensor([[0.5, 0.0, 0.0]]).expand(8, 3)
     term.hold(held)
     for _ in range(12):  # past several resample times and time-outs

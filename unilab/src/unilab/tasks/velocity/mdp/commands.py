@@ -45,13 +45,13 @@ class UniformVelocityCommand(CommandTerm):
     def hold(self, commands: torch.Tensor | None) -> None:
         """Evaluation hook: pin every row's command to ``commands`` (N, 3) (no resampling, no
         standing or heading rows, across resets) until ``hold(None)``."""
+        n = self.env.num_envs
+        if commands is not None and commands.shape != (n, 3):
+            raise ValueError(f"commands: expected shape ({n}, 3), got {tuple(commands.shape)}")
         self.env.invalidate_step_graphs()  # a step's Python changes: held rows skip resampling
         if commands is None:
             self.held = False
             return
-        n = self.env.num_envs
-        if commands.shape != (n, 3):
-            raise ValueError(f"commands: expected shape ({n}, 3), got {tuple(commands.shape)}")
         self.held = True
         self.sampled.copy_(commands)
         self.is_standing.fill_(False)
