@@ -60,8 +60,8 @@ class RecordedGraphRuntime:
 
     def capture_all(self, phases: list[Callable[[], Any]]) -> tuple[list[Any], list[Any]]:
         env = self.env
-        saved = {path: t.clone() for path, t in self.carried(env).items()}
         tensors = self.carried(env)
+        saved = {path: t.clone() for path, t in tensors.items()}
         rng, default_rng = env.rng.get_state(), torch.get_rng_state()
         graphs, outputs = [], []
         for phase in phases:
@@ -69,8 +69,7 @@ class RecordedGraphRuntime:
                 outputs.append(phase())
             graphs.append(recorder.calls)
         for path, value in saved.items():
-            if path in tensors:
-                tensors[path].copy_(value)
+            tensors[path].copy_(value)
         env.rng.set_state(rng)
         torch.set_rng_state(default_rng)
         self.captures += 1
