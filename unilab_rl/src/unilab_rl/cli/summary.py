@@ -17,7 +17,7 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                "interrupted": result.interrupted,
                "startup_s": round(startup_s, 1),  # arguments parsed (imports done) to the first training step
                # Its parts: building the env (the simulator's model, kernels and graphs too), the
-               # learner and replay buffer, and the rest (checks, run files).
+               # learner and replay buffer, and the rest (argument and checkpoint checks, run files).
                "startup_phases_s": {k: round(v, 2) for k, v in startup_phases.items()},
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
                **tracker.summary()}

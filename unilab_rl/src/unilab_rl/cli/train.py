@@ -275,8 +275,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
     random.seed(seed)
     if is_main:  # said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU)
         print(f"unilab-train: building {args.num_envs} envs of {args.task} on {args.backend}", flush=True)
+    build_started = time.perf_counter()
     env = build_env(factory, args, device, seed, plan["env_overrides"])
-    startup_phases = {"env_build_s": time.perf_counter() - started}
+    startup_phases = {"env_build_s": time.perf_counter() - build_started}  # the rest (checks too): other_s
     sink = agent = lock = stopper = None
     # A bar redraws one line with carriage returns: right on a terminal, one garbled line in
     # a log file; elsewhere progress prints as status lines.
