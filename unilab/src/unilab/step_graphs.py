@@ -1,6 +1,6 @@
 """The env step's manager phases, replayed from CUDA graphs (``EnvCfg.cuda_graph``).
 
-Why: a step dispatches 220-300 small kernels from Python (terminations, rewards, commands,
+Why: a step dispatches 217 (walking) to 303 (tracking) small kernels from Python (counted on mujoco CPU) (terminations, rewards, commands,
 the reset transaction, observations). On a GPU each is a launch of a few microseconds, a
 cost that has nothing to do with the work. Replayed from graphs they are three launches.
 
