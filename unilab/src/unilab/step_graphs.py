@@ -1,7 +1,7 @@
 """The env step's manager phases, replayed from CUDA graphs (``EnvCfg.cuda_graph``).
 
-Why: a step dispatches 217 (walking) to 303 (tracking) small kernels from Python (counted on mujoco CPU) (terminations, rewards, commands,
-the reset transaction, observations). On a GPU each is a launch of a few microseconds, a
+Why: a step dispatches 217 (walking) to 303 (tracking) small kernels from Python (counted on
+mujoco CPU): terminations, rewards, commands, the reset transaction, observations. On a GPU each is a launch of a few microseconds, a
 cost that has nothing to do with the work. Replayed from graphs they are three launches.
 
 What runs how, in the order of the eager step:
