@@ -7,6 +7,7 @@ from pathlib import Path
 
 from unilab_rl.algorithms import ALGORITHMS
 from unilab_rl.presets import PRESETS, lookup_preset
+from unilab_rl.runner import RunnerConfig
 
 DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64, "seed": 0}
 DEFAULT_STEPS = 1_000_000  # the budget when neither --steps nor --minutes (nor a preset or record) gives one
@@ -52,7 +53,7 @@ def build_parser(tasks: list[str] | None = None, backends: list[str] | None = No
         epilog="\n".join([
             *lists, "",
             "Overrides: key=value, before or after the flags. A key naming an algorithm config field (or",
-            "algo.<field>) sets the algorithm, runner.<field> (log_every, checkpoint_every, timing_sample_every)",
+            f"algo.<field>) sets the algorithm, runner.<field> ({', '.join(RunnerConfig.model_fields)})",
             "the runner, anything else is a dotted env override checked against the task's config, e.g.",
             "rewards.velocity.weights.alive=2 or episode_length_s=10 on g1_walk_flat.",
             "",
