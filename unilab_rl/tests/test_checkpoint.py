@@ -126,3 +126,28 @@ def test_a_diverged_learner_stops_training_and_keeps_the_last_finite_checkpoint(
     with pytest.raises(LearnerDiverged, match="non-finite loss"):
         runner.train(max_env_steps=runner.env_steps + 10**6)
     assert path.read_bytes() == finite_checkpoint
+
+
+def test_snapshots_keep_the_learner_as_it_was_when_each_came_due(tmp_path):
+    runner = make_runner("fastsac", tmp_path)
+    # The first is due at once (saved after the first step); the second never within this run.
+    runner.config = RunnerConfig(log_every=5, checkpoint_every=1000, snapshot_at_s=(1e-9, 1e6))
+    runner.train(max_env_steps=12 * 8)
+    early = load_checkpoint(tmp_path / "checkpoint-1e-09s.pt")
+    final = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert early["counters"]["env_steps"] == 8 and final["counters"]["env_steps"] == 12 * 8
+    assert not (tmp_path / "checkpoint-1e+06s.pt").exists()
+
+
+def test_snapshots_without_an_output_directory_are_refused_before_training(tmp_path):
+    runner = make_runner("fastsac", None)
+    runner.config = RunnerConfig(snapshot_at_s=(90.0,))
+    with pytest.raises(ValueError, match="snapshot_at_s: snapshots need an output directory"):
+        runner.train(max_env_steps=8)
+    assert runner.env_steps == 0
+
+
+@pytest.mark.parametrize("given", ["90,60", "0,30", "ninety"])
+def test_snapshot_times_must_be_increasing_positive_seconds(given):
+    with pytest.raises(ValueError, match="snapshot_at_s"):
+        RunnerConfig.model_validate({"snapshot_at_s": given})

@@ -48,3 +48,22 @@ def test_bad_input_is_exit_2_naming_it(g1_checkpoint, tmp_path, capsys, extra, m
     assert eval_cli.main(["--checkpoint", str(g1_checkpoint), "--out", str(tmp_path / "e"), *QUICK, *extra]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "e").exists()
+
+
+def test_training_overrides_of_terms_the_play_variant_removed_are_dropped_and_reported(g1_checkpoint, tmp_path,
+                                                                                      capsys):
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+
+    document = load_checkpoint(g1_checkpoint)
+    stages = "[{'step': 0, 'lin_vel_x': (-1.5, 2.0)}]"
+    document["env_overrides"] = {**document["env_overrides"], "curriculum.command_ranges.params.stages": stages,
+                                 "events.push.interval_range_s": "(2.0, 3.0)", "episode_length_s": "30"}
+    path = tmp_path / "with-curriculum.pt"
+    save_checkpoint(path, document)
+    out = tmp_path / "eval"
+    assert eval_cli.main(["--checkpoint", str(path), "--out", str(out), *QUICK]) == 1
+    report = json.loads((out / "report.json").read_text())
+    assert report["training_overrides_dropped"] == ["curriculum.command_ranges.params.stages",
+                                                    "events.push.interval_range_s"]
+    assert report["env_overrides"]["episode_length_s"] == "30"  # one the play variant has is kept
+    assert "dropped: curriculum.command_ranges.params.stages, events.push.interval_range_s" in capsys.readouterr().out

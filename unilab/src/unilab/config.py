@@ -317,6 +317,23 @@ def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | 
         raise ValueError(f"overrides {given}: {problems}") from None
 
 
+def overrides_without_target(cfg: EnvCfg, keys: Iterable[str]) -> list[str]:
+    """The dotted keys whose parent path does not exist in ``cfg``: e.g. a training run's
+    ``curriculum.command_ranges.params.stages`` on a play variant that has no curriculum."""
+    missing = []
+    for key in keys:
+        node: Any = cfg
+        for part in key.removeprefix("env.").split(".")[:-1]:
+            if isinstance(node, BaseModel) and part in type(node).model_fields:
+                node = getattr(node, part)
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                missing.append(key)
+                break
+    return missing
+
+
 def _valid_keys(node: Any) -> list[str]:
     return sorted(type(node).model_fields) if isinstance(node, BaseModel) else sorted(node)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from unilab_rl.algo_config import OffPolicyConfig
 from unilab_rl.checkpoint import NonFiniteState, capture_rng_state, restore_rng_state, save_checkpoint
@@ -31,8 +31,32 @@ class RunnerConfig(BaseModel):
     log_every: int = Field(50, ge=1, description="vectorized env steps between log flushes")
     checkpoint_every: int = Field(5000, ge=1, description="vectorized env steps between checkpoints")
     timing_sample_every: int = Field(10, ge=1, description="steps between device-synced phase timings")
+    snapshot_at_s: tuple[float, ...] = Field((), description="seconds of training (this session's clock, "
+                                             "from its first step) after which a copy of the learner is kept "
+                                             "as checkpoint-<S>s.pt, to judge how soon a run learned")
     overlap_learning: bool = Field(False, description="CUDA only: run the updates on a stream of their own "
                                    "while the next env step runs; the acting policy is one update round stale")
+
+
+    @field_validator("snapshot_at_s", mode="before")
+    @classmethod
+    def _from_command_line(cls, value: object) -> object:
+        """``runner.snapshot_at_s=90,180`` (brackets optional) arrives as one string."""
+        if isinstance(value, str):
+            return tuple(part for part in value.strip("()[] ").replace(" ", "").split(",") if part)
+        return value
+
+    @field_validator("snapshot_at_s")
+    @classmethod
+    def _increasing_positive(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if any(t <= 0 for t in value) or list(value) != sorted(set(value)):
+            raise ValueError(f"expected strictly increasing positive seconds, got {value}")
+        return value
+
+
+def snapshot_name(seconds: float) -> str:
+    """checkpoint-90s.pt, checkpoint-2.5s.pt: the time the snapshot was due, not when it was taken."""
+    return f"checkpoint-{seconds:g}s.pt"
 
 
 class LearnerDiverged(RuntimeError):
@@ -112,6 +136,9 @@ class OffPolicyRunner:
               progress: bool = False) -> TrainResult:
         if max_env_steps is None and max_seconds is None:
             raise ValueError("give a budget: max_env_steps or max_seconds")
+        snapshots_due = list(self.config.snapshot_at_s)
+        if snapshots_due and self.out_dir is None:
+            raise ValueError("runner.snapshot_at_s: snapshots need an output directory (--out)")
         bar = self._progress_bar(max_env_steps, max_seconds) if progress else None
         start = time.perf_counter()
         self.session_started_at = start
@@ -144,6 +171,8 @@ class OffPolicyRunner:
                     self._advance_bar(bar, last_metrics, now - start, max_seconds)
             if self.out_dir is not None and self.iterations % self.config.checkpoint_every == 0:
                 self.save(self.out_dir / "checkpoint.pt")
+            while snapshots_due and time.perf_counter() - start >= snapshots_due[0]:
+                self.save(self.out_dir / snapshot_name(snapshots_due.pop(0)))
         self.join_learner()
         wall_s = time.perf_counter() - start
         if interval_steps:

@@ -45,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def evaluate(args: argparse.Namespace) -> int:
+    from unilab.config import overrides_without_target
     from unilab.evaluation import task_evaluation
+    from unilab.registry import task_config
 
     from unilab import make_manager_based_rl_env
 
@@ -56,7 +58,15 @@ def evaluate(args: argparse.Namespace) -> int:
     backends = [b.strip() for b in (args.backends or document["backend"]).split(",") if b.strip()]
     if not backends or len(set(backends)) != len(backends):
         raise ValueError(f"--backends {args.backends!r}: expected distinct comma-separated backend names")
-    overrides = {**document["env_overrides"], **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
+    # A training override of a term the play variant removed (a curriculum stage, a push's
+    # interval) has nothing to act on there; it is dropped and the report lists it. Overrides
+    # given here are not: a key that misses is an error, as for any env.
+    trained = document["env_overrides"]
+    dropped = overrides_without_target(task_config(evaluation.task), trained)
+    overrides = {**{k: v for k, v in trained.items() if k not in dropped},
+                 **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
+    if dropped:
+        print(f"unilab-eval: training overrides not in {evaluation.task}, dropped: {', '.join(dropped)}", flush=True)
     reports: dict[str, dict[str, Any]] = {}
     for backend in backends:
         # Said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU).
@@ -78,7 +88,8 @@ def evaluate(args: argparse.Namespace) -> int:
     if args.out is not None:
         document_out = {"checkpoint": str(args.checkpoint), "task": document["task"], "evaluated_on": evaluation.task,
                         "algo": document["algo"], "trained_env_steps": document["counters"]["env_steps"],
-                        "env_overrides": overrides, "evaluation_options": options, "seed": args.seed,
+                        "env_overrides": overrides, "training_overrides_dropped": dropped,
+                        "evaluation_options": options, "seed": args.seed,
                         "reports": reports}
         write_json_atomic(args.out / "report.json", document_out)
         if not args.no_plot:
