@@ -6,7 +6,8 @@ The checkpoint's task names its evaluation protocol (``unilab.evaluation``): for
 task a sweep of fixed commands, each from a standing start. The protocol runs on the task's
 play variant (no observation noise, pushes or curriculum) with the checkpoint's env
 overrides, then the ``key=value`` overrides given here (e.g. a different evaluation variant
-with ``--task``); ``eval.KEY=VALUE`` changes a parameter of the protocol itself (e.g.
+with ``--task``). A training override of a term the play variant removed (a curriculum stage, a
+push interval) is dropped and listed in the report; ``eval.KEY=VALUE`` changes a parameter of the protocol itself (e.g.
 ``eval.envs_per_command=4 eval.seconds=3`` for a quick look; the report records them). With several ``--backends`` the same protocol, commands and seed run on
 each (sim-to-sim), one table. Writes ``report.json`` and ``report.png`` under ``--out``.
 
