@@ -149,5 +149,10 @@ def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make
     for case in report["cases"]:  # a zero policy falls off the reference within its first second
         assert case["success_rate"] == 0.0 and not case["passed"]
         assert 10.0 < case["mpkpe_mm"] < 1000.0 and 0.0 < case["root_relative_mpkpe_mm"] < 1000.0
+    # The same fall (both clips share their first frames) in the first quarter of the 149 steps
+    # of fk_sway, and across three quarters of the 59 of fk_short, its error growing as it falls.
+    sway, short = (c["mpkpe_mm_by_quarter"] for c in report["cases"])
+    assert sway[1:] == [None, None, None] and sway[0] == pytest.approx(report["cases"][0]["mpkpe_mm"], rel=1e-5)
+    assert short[3] is None and short[0] < short[1] < short[2]
     assert report["passed"] is (all(c["passed"] for c in report["cases"]))
     assert motion.assigned is None  # released: training samples again

@@ -10,7 +10,9 @@ own (absolute) poses:
 - ``mpkpe_mm``: mean per-body position error;
 - ``root_relative_mpkpe_mm``: the same with both sides' root (first tracked body) moved to
   the origin, which leaves out the drift of the whole body;
-- ``joint_error_rad``: mean absolute joint-angle error.
+- ``joint_error_rad``: mean absolute joint-angle error;
+- ``mpkpe_mm_by_quarter``: ``mpkpe_mm`` over each quarter of the clip's steps, first to last,
+  which tells a drift that grows along the clip from an error that is there from the start.
 
 A clip passes with success >= ``min_success`` and MPKPE <= ``max_mpkpe_mm``; the report
 passes when every clip does.
@@ -69,6 +71,9 @@ class MotionEvaluation:
             succeeded = torch.zeros(n, dtype=torch.bool, device=dev)
             sums = torch.zeros(n, 3, device=dev)
             steps = torch.zeros(n, device=dev)
+            quarter_sums = torch.zeros(n, 4, device=dev)
+            quarter_steps = torch.zeros(n, 4, device=dev)
+            clip_steps = (lib.length[clips] - 1).clamp(min=1)  # a clip of F frames is F - 1 steps
             for _ in range(int(lib.length.max())):
                 obs, _, terminated, truncated, _ = env.step(policy(obs))
                 ended = terminated | truncated
@@ -83,21 +88,29 @@ class MotionEvaluation:
                 rel = torch.linalg.vector_norm((robot_pos - robot_pos[:, :1]) - (ref_pos - ref_pos[:, :1]), dim=-1)
                 joint = (env.robot.joint_pos - ref_joints).abs().mean(-1)
                 sums += torch.stack((err.mean(-1), rel.mean(-1), joint), dim=1) * counted
+                quarter = torch.div(4 * steps.long(), clip_steps, rounding_mode="floor").clamp(max=3).unsqueeze(1)
+                quarter_sums.scatter_add_(1, quarter, err.mean(-1, keepdim=True) * counted)
+                quarter_steps.scatter_add_(1, quarter, counted.float())
                 steps += counted[:, 0].float()
                 succeeded |= running & truncated & ~terminated
                 running &= ~ended
         finally:
             term.assign(None)
-        return self._report(lib.names, clips, succeeded, sums / steps.clamp(min=1).unsqueeze(1))
+        return self._report(lib.names, clips, succeeded, sums / steps.clamp(min=1).unsqueeze(1),
+                            quarter_sums, quarter_steps)
 
-    def _report(self, names, clips, succeeded, means) -> dict[str, Any]:
+    def _report(self, names, clips, succeeded, means, quarter_sums, quarter_steps) -> dict[str, Any]:
         cfg = self.cfg
         rows = []
         per_clip = torch.stack([torch.cat((succeeded[clips == c].float().mean().unsqueeze(0),
                                            means[clips == c].mean(0))) for c in range(cfg.num_clips)]).tolist()
-        for name, (success, mpkpe, rel, joint) in zip(names, per_clip):
+        # Pooled over the clip's envs; None for a quarter no env reached.
+        pooled = [(quarter_sums[clips == c].sum(0), quarter_steps[clips == c].sum(0)) for c in range(cfg.num_clips)]
+        by_quarter = [[1e3 * total / count if count else None for total, count in zip(t.tolist(), k.tolist())]
+                      for t, k in pooled]
+        for name, (success, mpkpe, rel, joint), quarters in zip(names, per_clip, by_quarter):
             case = {"clip": name, "envs": cfg.envs_per_clip, "success_rate": success, "mpkpe_mm": 1e3 * mpkpe,
-                    "root_relative_mpkpe_mm": 1e3 * rel, "joint_error_rad": joint}
+                    "root_relative_mpkpe_mm": 1e3 * rel, "joint_error_rad": joint, "mpkpe_mm_by_quarter": quarters}
             case["passed"] = success >= cfg.min_success and case["mpkpe_mm"] <= cfg.max_mpkpe_mm
             rows.append(case)
         overall = {k: sum(r[k] for r in rows) / len(rows) for k in
@@ -109,6 +122,7 @@ class MotionEvaluation:
     def summary_line(self, case: dict[str, Any]) -> str:
         return (f"{case['clip'][:36]:36s} success {case['success_rate']:6.1%} MPKPE {case['mpkpe_mm']:6.1f} mm "
                 f"root-rel {case['root_relative_mpkpe_mm']:6.1f} mm joints {case['joint_error_rad']:.3f} rad "
+                f"by quarter {'/'.join('-' if q is None else f'{q:.0f}' for q in case['mpkpe_mm_by_quarter'])} mm "
                 f"{'pass' if case['passed'] else 'FAIL'}")
 
     def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
