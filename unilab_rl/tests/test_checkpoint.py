@@ -151,3 +151,11 @@ def test_snapshots_without_an_output_directory_are_refused_before_training(tmp_p
 def test_snapshot_times_must_be_increasing_positive_seconds(given):
     with pytest.raises(ValueError, match="snapshot_at_s"):
         RunnerConfig.model_validate({"snapshot_at_s": given})
+
+
+@pytest.mark.parametrize("seconds", [90.0, 2.5, 1e-9, 1e6])
+def test_a_snapshot_name_gives_back_its_time(seconds):
+    from unilab_rl.runner import snapshot_name, snapshot_seconds
+
+    assert snapshot_seconds(snapshot_name(seconds)) == seconds
+    assert snapshot_seconds("checkpoint.pt") is None and snapshot_seconds("checkpoint-lates.pt") is None

@@ -67,3 +67,43 @@ def test_training_overrides_of_terms_the_play_variant_removed_are_dropped_and_re
                                                     "events.push.interval_range_s"]
     assert report["env_overrides"]["episode_length_s"] == "30"  # one the play variant has is kept
     assert "dropped: curriculum.command_ranges.params.stages, events.push.interval_range_s" in capsys.readouterr().out
+
+
+def test_a_run_directory_is_judged_snapshot_by_snapshot_in_training_order(g1_checkpoint, tmp_path, capsys):
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    document = load_checkpoint(g1_checkpoint)
+    for name, wall_s in [("checkpoint-90s.pt", 90.0), ("checkpoint-7.5s.pt", 7.5), ("checkpoint.pt", 120.0)]:
+        document["counters"]["wall_s"] = wall_s
+        save_checkpoint(run / name, document)
+    (run / "checkpoint-later.pt").write_bytes(b"not a snapshot name: left alone")
+    out = tmp_path / "eval"
+    assert eval_cli.main(["--checkpoint", str(run), "--out", str(out), "--no-plot", *QUICK]) == 1
+    over_time = json.loads((out / "over-time.json").read_text())
+    rows = over_time["checkpoints"]
+    assert [r["checkpoint"] for r in rows] == ["checkpoint-7.5s.pt", "checkpoint-90s.pt", "checkpoint.pt"]
+    assert [r["trained_wall_s"] for r in rows] == [7.5, 90.0, 120.0]
+    assert all(r["mujoco"]["cases"] == 17 for r in rows)
+    for name in ("checkpoint-7.5s", "checkpoint-90s", "checkpoint"):
+        assert json.loads((out / name / "report.json").read_text())["reports"]["mujoco"]["cases"]
+    assert "over training time" in capsys.readouterr().out
+
+
+def test_a_run_directory_mixing_runs_or_without_checkpoints_is_refused_before_judging(g1_checkpoint, tmp_path, capsys):
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert eval_cli.main(["--checkpoint", str(empty), "--out", str(tmp_path / "e1"), *QUICK]) == 2
+    assert "a run directory without checkpoint.pt or snapshots" in capsys.readouterr().err
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    document = load_checkpoint(g1_checkpoint)
+    save_checkpoint(mixed / "checkpoint-60s.pt", document)
+    document["env_overrides"] = {**document["env_overrides"], "episode_length_s": "12"}
+    save_checkpoint(mixed / "checkpoint.pt", document)
+    assert eval_cli.main(["--checkpoint", str(mixed), "--out", str(tmp_path / "e2"), *QUICK]) == 2
+    assert "checkpoint.pt is from another run than checkpoint-60s.pt" in capsys.readouterr().err
+    assert not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()

@@ -59,6 +59,16 @@ def snapshot_name(seconds: float) -> str:
     return f"checkpoint-{seconds:g}s.pt"
 
 
+def snapshot_seconds(name: str) -> float | None:
+    """The due time a snapshot's file name gives (``snapshot_name`` read back), else None."""
+    if not (name.startswith("checkpoint-") and name.endswith("s.pt")):
+        return None
+    try:
+        return float(name.removeprefix("checkpoint-").removesuffix("s.pt"))
+    except ValueError:
+        return None
+
+
 class LearnerDiverged(RuntimeError):
     """A loss became NaN or inf: the learner's weights are no longer usable."""
 

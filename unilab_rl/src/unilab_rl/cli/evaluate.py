@@ -1,6 +1,6 @@
 """``unilab-eval``: the task's own evaluation of a checkpoint's deterministic policy.
 
-    unilab-eval --checkpoint runs/walk/checkpoint.pt [--backends mjwarp,mujoco] [--out DIR] [eval.KEY=VALUE ...] [key=value ...]
+    unilab-eval --checkpoint runs/walk/checkpoint.pt|runs/walk [--backends mjwarp,mujoco] [--out DIR] [eval.KEY=VALUE ...] [key=value ...]
 
 The checkpoint's task names its evaluation protocol (``unilab.evaluation``): for a velocity
 task a sweep of fixed commands, each from a standing start. The protocol runs on the task's
@@ -11,7 +11,13 @@ push interval) is dropped and listed in the report; ``eval.KEY=VALUE`` changes a
 ``eval.envs_per_command=4 eval.seconds=3`` for a quick look; the report records them). With several ``--backends`` the same protocol, commands and seed run on
 each (sim-to-sim), one table. Writes ``report.json`` and ``report.png`` under ``--out``.
 
-Exit codes: 0 every backend's evaluation passed, 1 it ran and some case failed, 2 bad input.
+``--checkpoint RUN_DIR`` judges a whole run: the snapshots ``runner.snapshot_at_s`` kept
+(``checkpoint-<S>s.pt``, by training time), then the final ``checkpoint.pt``, each on fresh envs
+from the same seed. Each gets ``OUT/<checkpoint name>/report.json``; ``OUT/over-time.json`` and
+the printed table give the cases passed against training time.
+
+Exit codes: 0 every backend's evaluation passed (of a run directory: the last checkpoint's), 1 it
+ran and some case failed, 2 bad input.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from unilab_rl.checkpoint import CheckpointError, load_checkpoint
 from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
 from unilab_rl.cli.play import load_policy
+from unilab_rl.runner import snapshot_seconds
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -32,7 +39,8 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unilab-eval", description="Run the task's evaluation of a checkpoint.")
-    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--checkpoint", type=Path, required=True,
+                        help="a checkpoint file, or a run directory (its snapshots, then checkpoint.pt)")
     parser.add_argument("--task", help="evaluate on this task's protocol (default: the checkpoint's task)")
     parser.add_argument("--backends", help="comma-separated backends (default: the one the checkpoint trained on)")
     parser.add_argument("--device", default=None)
@@ -45,29 +53,97 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def evaluate(args: argparse.Namespace) -> int:
-    from unilab.config import overrides_without_target
-    from unilab.evaluation import task_evaluation
-    from unilab.registry import task_config
+def checkpoints_to_judge(path: Path) -> list[Path]:
+    """A checkpoint file, or a run directory: its snapshots by training time, then its final
+    ``checkpoint.pt``."""
+    if not path.is_dir():
+        return [path]
+    snapshots = sorted((seconds, p) for p in path.glob("checkpoint-*s.pt")
+                       if (seconds := snapshot_seconds(p.name)) is not None)
+    found = [p for _, p in snapshots] + [p for p in [path / "checkpoint.pt"] if p.is_file()]
+    if not found:
+        raise CheckpointError(f"--checkpoint {path}: a run directory without checkpoint.pt or snapshots "
+                              "(checkpoint-<S>s.pt)")
+    return found
 
-    from unilab import make_manager_based_rl_env
+
+def evaluate(args: argparse.Namespace) -> int:
+    from unilab.evaluation import task_evaluation
 
     tokens = parse_tokens(args.overrides)
     options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
-    document = load_checkpoint(args.checkpoint)
-    evaluation = task_evaluation(args.task or document["task"], options)
-    backends = [b.strip() for b in (args.backends or document["backend"]).split(",") if b.strip()]
+    paths = checkpoints_to_judge(args.checkpoint)
+    documents = [load_checkpoint(p) for p in paths]  # every one read and checked before any is judged
+    first = documents[0]
+    for path, document in zip(paths[1:], documents[1:]):
+        if any(document[k] != first[k] for k in ("task", "backend", "algo", "env_overrides")):
+            raise CheckpointError(f"--checkpoint {args.checkpoint}: {path.name} is from another run than "
+                                  f"{paths[0].name} (task, backend, algorithm or env overrides differ)")
+    evaluation = task_evaluation(args.task or first["task"], options)
+    backends = [b.strip() for b in (args.backends or first["backend"]).split(",") if b.strip()]
     if not backends or len(set(backends)) != len(backends):
         raise ValueError(f"--backends {args.backends!r}: expected distinct comma-separated backend names")
-    # A training override of a term the play variant removed (a curriculum stage, a push's
-    # interval) has nothing to act on there; it is dropped and the report lists it. Overrides
-    # given here are not: a key that misses is an error, as for any env.
-    trained = document["env_overrides"]
-    dropped = overrides_without_target(task_config(evaluation.task), trained)
+    overrides, dropped = _env_overrides(evaluation.task, first["env_overrides"], tokens)
+    over_time = []
+    for path, document in zip(paths, documents):
+        reports = _judge(document, evaluation, backends, overrides, args)
+        counters = document["counters"]
+        print(f"unilab-eval: {path} ({document['task']}, {document['algo']}, {counters['env_steps']} env steps, "
+              f"{counters['wall_s']:.0f} s of training) on {evaluation.task}")
+        for backend, report in reports.items():
+            print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}")
+            for case in report["cases"]:
+                print("    " + evaluation.summary_line(case))
+        over_time.append({"checkpoint": path.name, "trained_wall_s": counters["wall_s"],
+                          "trained_env_steps": counters["env_steps"],
+                          **{backend: {"passed": r["passed"], "cases_passed": sum(c["passed"] for c in r["cases"]),
+                                       "cases": len(r["cases"])} for backend, r in reports.items()}})
+        if args.out is not None:
+            out = args.out if len(paths) == 1 else args.out / path.stem
+            write_json_atomic(out / "report.json", {
+                "checkpoint": str(path), "task": document["task"], "evaluated_on": evaluation.task,
+                "algo": document["algo"], "trained_env_steps": counters["env_steps"],
+                "trained_wall_s": counters["wall_s"], "env_overrides": overrides,
+                "training_overrides_dropped": dropped, "evaluation_options": options, "seed": args.seed,
+                "reports": reports})
+            if not args.no_plot:
+                evaluation.plot(reports, out / "report.png")
+            print(f"unilab-eval: wrote {out / 'report.json'}" + ("" if args.no_plot else " and report.png"))
+    if len(paths) > 1:
+        print("unilab-eval: over training time")
+        for row in over_time:
+            cells = "  ".join(f"{b}: {row[b]['cases_passed']}/{row[b]['cases']} passed" for b in backends)
+            print(f"  {row['checkpoint']:24s} {row['trained_wall_s']:7.0f} s {row['trained_env_steps']:>12d} env steps  "
+                  f"{cells}")
+        if args.out is not None:
+            write_json_atomic(args.out / "over-time.json", {"run": str(args.checkpoint), "evaluated_on": evaluation.task,
+                                                            "seed": args.seed, "checkpoints": over_time})
+    last = over_time[-1]
+    return 0 if all(last[b]["passed"] for b in backends) else EXIT_FAILED
+
+
+def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The checkpoint's env overrides on the evaluation task, then those given here.
+
+    A training override of a term the play variant removed (a curriculum stage, a push's
+    interval) has nothing to act on there; it is dropped and the report lists it. Overrides
+    given here are not: a key that misses is an error, as for any env."""
+    from unilab.config import overrides_without_target
+    from unilab.registry import task_config
+
+    dropped = overrides_without_target(task_config(task), trained)
     overrides = {**{k: v for k, v in trained.items() if k not in dropped},
                  **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
     if dropped:
-        print(f"unilab-eval: training overrides not in {evaluation.task}, dropped: {', '.join(dropped)}", flush=True)
+        print(f"unilab-eval: training overrides not in {task}, dropped: {', '.join(dropped)}", flush=True)
+    return overrides, dropped
+
+
+def _judge(document: dict[str, Any], evaluation: Any, backends: list[str], overrides: dict[str, Any],
+           args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """One checkpoint's evaluation on each backend, each on an env of its own from the same seed."""
+    from unilab import make_manager_based_rl_env
+
     reports: dict[str, dict[str, Any]] = {}
     for backend in backends:
         # Said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU).
@@ -77,26 +153,10 @@ def evaluate(args: argparse.Namespace) -> int:
                                         overrides={"validate_actions": False, **overrides})
         try:
             agent = load_policy(document, env)
-            reports[backend] = evaluation.run(env, lambda obs: agent.act(obs, deterministic=True))
+            reports[backend] = evaluation.run(env, lambda obs, agent=agent: agent.act(obs, deterministic=True))
         finally:
             env.close()
-    print(f"unilab-eval: {args.checkpoint} ({document['task']}, {document['algo']}, "
-          f"{document['counters']['env_steps']} env steps) on {evaluation.task}")
-    for backend, report in reports.items():
-        print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}")
-        for case in report["cases"]:
-            print("    " + evaluation.summary_line(case))
-    if args.out is not None:
-        document_out = {"checkpoint": str(args.checkpoint), "task": document["task"], "evaluated_on": evaluation.task,
-                        "algo": document["algo"], "trained_env_steps": document["counters"]["env_steps"],
-                        "env_overrides": overrides, "training_overrides_dropped": dropped,
-                        "evaluation_options": options, "seed": args.seed,
-                        "reports": reports}
-        write_json_atomic(args.out / "report.json", document_out)
-        if not args.no_plot:
-            evaluation.plot(reports, args.out / "report.png")
-        print(f"unilab-eval: wrote {args.out / 'report.json'}" + ("" if args.no_plot else " and report.png"))
-    return 0 if all(r["passed"] for r in reports.values()) else EXIT_FAILED
+    return reports
 
 
 def main(argv: list[str] | None = None) -> int:
