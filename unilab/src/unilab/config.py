@@ -84,10 +84,21 @@ class TermCfg(Strict):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class MirrorCfg(Strict):
+    """How a term's columns map under the robot's left-right reflection (``unilab.mirror``):
+    ``func(env, width, **params)`` returns, per output column, the source column and its sign
+    (``unilab.terms.mirrors``). Declared by a task so that a learner may augment its data
+    with mirrored transitions; it changes nothing the env computes."""
+
+    func: Callable[..., Any]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
 class ObsTermCfg(TermCfg):
     noise: Range | None = None  # uniform additive noise (min, max), drawn from the env RNG
     clip: Range | None = None
     scale: float | None = None
+    mirror: MirrorCfg | None = None
 
 
 class ObsGroupCfg(Strict):
@@ -199,6 +210,7 @@ class ActionCfg(Strict):
     scale: float | dict[str, float] = 0.25  # a float or regex -> scale
     use_default_offset: bool = True  # offset = the reset keyframe's joint positions
     clip: Range | None = None
+    mirror: MirrorCfg | None = None  # the actions' left-right reflection (see MirrorCfg)
 
 
 class CurriculumTermCfg(TermCfg):

@@ -119,6 +119,7 @@ class ManagerBasedRlEnv:
         self.curriculum_manager = CurriculumManager(cfg.curriculum, self)
         self.observation_manager = ObservationManager(cfg.observations, self)
         self.observation_spec: dict[str, int] = dict(self.observation_manager.spec)
+        self.mirrors = self._mirrors()
         self.metric_manager.build(cfg.metrics)
         self.recorder_manager = RecorderManager(cfg.recorders, self)
         self._all_rows_mask = torch.ones(num_envs, dtype=torch.bool, device=self.device)
@@ -130,6 +131,21 @@ class ManagerBasedRlEnv:
         """The configured sensor ``name`` (for a term's constructor); an unknown name fails
         naming ``owner`` and the configured sensors."""
         return self.sensor_manager.get(name, owner)
+
+    def _mirrors(self) -> dict | None:
+        """The task's left-right reflection (``unilab.mirror``) as the runner contract gives
+        it: ``{"observations": {group: (index, sign)}, "action": (index, sign)}``, or None when
+        the task declares none. Declared for some parts and not others, it is refused."""
+        groups, action = self.observation_manager.mirrors(), self.action_manager.mirror
+        declared = [f"observations.{g}" for g, m in groups.items() if m is not None] + (["actions"] if action else [])
+        if not declared:
+            return None
+        missing = [f"observations.{g}" for g, m in groups.items() if m is None] + ([] if action else ["actions"])
+        if missing:
+            raise ValueError(f"mirror: {missing} declare no mirror while {declared} do; a task declares it for "
+                             "every observation group and its actions, or not at all")
+        return {"observations": {g: (m.index, m.sign) for g, m in groups.items()},
+                "action": (action.index, action.sign)}
 
     @property
     def metric_names(self) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ import re
 import torch
 
 from unilab.config import ActionCfg
+from unilab.mirror import Mirror, build_mirror, combine
 
 
 class ActionManager:
@@ -42,6 +43,21 @@ class ActionManager:
         self.prev_action = torch.zeros_like(self.action)
         self.ctrl = self.offset_full.expand(n, nu).clone()
         self._clip = cfg.clip
+        self.mirror = self._mirror(env) if cfg.mirror is not None else None
+
+    def _mirror(self, env) -> Mirror:
+        """The actions' reflection. Mirroring an action must mirror the joint target it
+        sets, so the offset and the scale must be symmetric under it."""
+        mirror = combine([build_mirror(self.cfg.mirror, env, self.action_dim, "actions.mirror")], 1, env.device,
+                         "actions.mirror")
+        for name, values, expected in (("offset", mirror(self.offset), self.offset),
+                                       ("scale", mirror(self.scale).abs(), self.scale)):
+            if not torch.allclose(values, expected, atol=1e-6):
+                worst = int((values - expected).abs().argmax())
+                raise ValueError(f"actions.mirror: the action {name} is not symmetric under the mirror (joint "
+                                 f"{self.joint_names[worst]!r}: {float(expected[worst]):.4g} vs its mirror "
+                                 f"{float(values[worst]):.4g}), so a mirrored action would not mirror the joint target")
+        return mirror
 
     def process(self, action: torch.Tensor) -> torch.Tensor:
         self.prev_action.copy_(self.action)

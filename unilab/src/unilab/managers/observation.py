@@ -16,6 +16,7 @@ import torch
 
 from unilab.config import ObsGroupCfg
 from unilab.managers.base import build_term, reset_terms
+from unilab.mirror import Mirror, build_mirror, combine
 
 
 class _Group:
@@ -37,6 +38,7 @@ class _Group:
         self.frame_dim = sum(self.term_dims.values())
         self.history = cfg.history_length
         self.dim = self.frame_dim * self.history
+        self.mirror = self._mirror(env)
         dev, inf = env.device, float("inf")
         lo, hi, clo, chi, scale = [], [], [], [], []
         for t, d in zip(self.terms, self.term_dims.values()):
@@ -55,6 +57,19 @@ class _Group:
         if self.history > 1:
             self.buffer = torch.zeros(env.num_envs, self.history, self.frame_dim, device=dev)
             self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=dev)
+
+    def _mirror(self, env) -> Mirror | None:
+        """The group's left-right reflection when its terms declare one; all or none must."""
+        declared = [t.name for t in self.terms if t.cfg.mirror is not None]
+        if not declared:
+            return None
+        missing = [t.name for t in self.terms if t.cfg.mirror is None]
+        if missing:
+            raise ValueError(f"observations.{self.name}: terms {missing} declare no mirror while {declared} do; "
+                             "a group is mirrored only when every term says how")
+        parts = [build_mirror(t.cfg.mirror, env, self.term_dims[t.name], f"observations.{self.name}.{t.name}.mirror")
+                 for t in self.terms]
+        return combine(parts, self.history, env.device, f"observations.{self.name}")
 
     def frame(self, env, shared: dict) -> torch.Tensor:
         outs = []
@@ -112,6 +127,9 @@ class ObservationManager:
     def reset(self, done: torch.Tensor) -> None:
         for g in self.groups:
             g.reset(done)
+
+    def mirrors(self) -> dict[str, Mirror | None]:
+        return {g.name: g.mirror for g in self.groups}
 
     def describe(self) -> dict[str, dict[str, int]]:
         """Group -> column widths in order, per term (a fused term per component, as

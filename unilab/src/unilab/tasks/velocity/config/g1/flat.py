@@ -23,6 +23,7 @@ from unilab.config import (
     CurriculumTermCfg,
     EnvCfg,
     EventTermCfg,
+    MirrorCfg,
     ObsGroupCfg,
     ObsTermCfg,
     RewardTermCfg,
@@ -39,6 +40,7 @@ from unilab.tasks.velocity.mdp import rewards as vel_rew
 from unilab.tasks.velocity.mdp.commands import UniformVelocityCommandCfg
 from unilab.tasks.velocity.mdp.sensors import FeetContact, FeetContactForce
 from unilab.terms import events as ev
+from unilab.terms import mirrors as mir
 from unilab.terms import observations as obs
 from unilab.terms import rewards as rew
 from unilab.terms import terminations as term
@@ -55,15 +57,25 @@ WEIGHTS = {"track_lin_vel": 2.0, "track_ang_vel": 2.0, "upright": 1.0, "posture"
            "terminated": -100.0}
 
 
+# The left-right reflection of each observation and of the actions (unilab.mirror), for a
+# learner's symmetry augmentation. The G1's joints mirror by name; roll and yaw change sign.
+JOINTS = MirrorCfg(func=mir.left_right_joints)
+LINEAR = MirrorCfg(func=mir.signs, params={"signs": (1.0, -1.0, 1.0)})  # also gravity in the base frame
+ANGULAR = MirrorCfg(func=mir.signs, params={"signs": (-1.0, 1.0, -1.0)})
+TWIST = MirrorCfg(func=mir.signs, params={"signs": (1.0, -1.0, -1.0)})  # (vx, vy, yaw rate)
+SAME = MirrorCfg(func=mir.identity)
+LEFT_RIGHT = MirrorCfg(func=mir.swapped_pairs)  # per-foot columns, left then right
+
+
 def _policy_terms(noisy: bool) -> dict[str, ObsTermCfg]:
     n = (lambda lo, hi: (lo, hi)) if noisy else (lambda lo, hi: None)
     return {
-        "base_ang_vel": ObsTermCfg(func=obs.base_ang_vel, noise=n(-0.2, 0.2)),
-        "projected_gravity": ObsTermCfg(func=obs.projected_gravity, noise=n(-0.05, 0.05)),
-        "command": ObsTermCfg(func=obs.generated_commands, params={"command_name": COMMAND}),
-        "joint_pos": ObsTermCfg(func=obs.joint_pos_rel, noise=n(-0.01, 0.01)),
-        "joint_vel": ObsTermCfg(func=obs.joint_vel, noise=n(-1.5, 1.5)),
-        "actions": ObsTermCfg(func=obs.last_action),
+        "base_ang_vel": ObsTermCfg(func=obs.base_ang_vel, noise=n(-0.2, 0.2), mirror=ANGULAR),
+        "projected_gravity": ObsTermCfg(func=obs.projected_gravity, noise=n(-0.05, 0.05), mirror=LINEAR),
+        "command": ObsTermCfg(func=obs.generated_commands, params={"command_name": COMMAND}, mirror=TWIST),
+        "joint_pos": ObsTermCfg(func=obs.joint_pos_rel, noise=n(-0.01, 0.01), mirror=JOINTS),
+        "joint_vel": ObsTermCfg(func=obs.joint_vel, noise=n(-1.5, 1.5), mirror=JOINTS),
+        "actions": ObsTermCfg(func=obs.last_action, mirror=JOINTS),
     }
 
 
@@ -102,7 +114,7 @@ def g1_walk_flat() -> EnvCfg:
         decimation=4,
         episode_length_s=20.0,
         reset_keyframe=RESET_KEYFRAME,
-        actions=ActionCfg(scale=g1_action_scale(), use_default_offset=True),
+        actions=ActionCfg(scale=g1_action_scale(), use_default_offset=True, mirror=JOINTS),
         contact_sensors={"feet": ContactSensorCfg(bodies=FEET, with_bodies=("world",), force_threshold=1.0)},
         sensors={"feet": SensorCfg(func=FeetContactForce, params={"contact_sensor": "feet", "bodies": FEET})},
         commands={COMMAND: UniformVelocityCommandCfg(lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5),
@@ -112,10 +124,11 @@ def g1_walk_flat() -> EnvCfg:
             "policy": ObsGroupCfg(terms=_policy_terms(noisy=True), enable_corruption=True),
             "critic": ObsGroupCfg(terms={
                 **_policy_terms(noisy=False),
-                "base_lin_vel": ObsTermCfg(func=obs.base_lin_vel),
-                "base_height": ObsTermCfg(func=obs.base_height),
-                "feet_height": ObsTermCfg(func=obs.body_height, params={"bodies": FEET}),
-                "feet_contact": ObsTermCfg(func=vel_obs.feet_contact, params={"sensor_name": "feet"}),
+                "base_lin_vel": ObsTermCfg(func=obs.base_lin_vel, mirror=LINEAR),
+                "base_height": ObsTermCfg(func=obs.base_height, mirror=SAME),
+                "feet_height": ObsTermCfg(func=obs.body_height, params={"bodies": FEET}, mirror=LEFT_RIGHT),
+                "feet_contact": ObsTermCfg(func=vel_obs.feet_contact, params={"sensor_name": "feet"},
+                                           mirror=LEFT_RIGHT),
             }, enable_corruption=False),
         },
         rewards=_fused_rewards(),
