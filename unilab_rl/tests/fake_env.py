@@ -21,6 +21,12 @@ class PointMassEnv:
         self.max_episode_length = max_episode_length
         self.step_dt = 0.1
         self.metric_names = ("fake_phase_ms",)
+        # The line reflected through 0: position, velocity, target and action change sign,
+        # the episode time does not.
+        sign = lambda *s: torch.tensor(s, dtype=torch.float32)
+        self.mirrors = {"observations": {"policy": (torch.arange(3), sign(-1, -1, -1)),
+                                         "critic": (torch.arange(4), sign(-1, -1, -1, 1))},
+                        "action": (torch.arange(1), sign(-1))}
         self.generator = torch.Generator().manual_seed(seed)
         self.position = torch.zeros(num_envs)
         self.velocity = torch.zeros(num_envs)

@@ -18,7 +18,7 @@ class OffPolicyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     changeable_on_resume: ClassVar[frozenset[str]] = frozenset({
         "batch_size", "updates_per_step", "learning_starts", "replay_capacity_per_env", "replay_obs_dtype",
-        "learning_rate", "amp", "compile", "cuda_graph", "max_grad_norm", "target_tau"})
+        "learning_rate", "amp", "compile", "cuda_graph", "max_grad_norm", "target_tau", "symmetry_augmentation"})
 
     gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount per env step")
     n_step: int = Field(3, ge=1, description="rewards summed before bootstrapping")
@@ -37,3 +37,6 @@ class OffPolicyConfig(BaseModel):
         True, description="replay each gradient update from a CUDA graph (CUDA only, ignored on CPU; "
         "a data-parallel run's gradient all-reduce is captured with it)")
     max_grad_norm: float = Field(0.0, ge=0.0, description="0 disables clipping")
+    symmetry_augmentation: bool = Field(
+        False, description="add the left-right mirrored copy of every sampled transition to each batch "
+        "(doubling it); needs a task that declares its mirror (env.mirrors)")

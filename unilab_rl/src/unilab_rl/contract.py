@@ -19,6 +19,11 @@ Semantics in one place (the manifest repeats them per member):
   interval. ``flush_metrics()`` is the one host sync per interval; ``metric_names`` (1.1) are
   the names it reports, declared by the env's task, so a runner can show and check them
   without knowing any task.
+- ``mirrors`` (1.2): the task's left-right reflection, or None when it declares none:
+  ``{"observations": {group: (index, sign)}, "action": (index, sign)}``, each a signed
+  permutation of columns (``mirrored[:, i] = sign[i] * x[:, index[i]]``, int64 and float32
+  tensors on ``env.device``) that undoes itself. A learner may add mirrored copies of its
+  transitions (same reward and discount) to its batches; the env never applies them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-ENV_RUNNER_CONTRACT_VERSION = "1.1.0"
+ENV_RUNNER_CONTRACT_VERSION = "1.2.0"
 
 __all__ = [
     "CRITIC_GROUP", "ENV_RUNNER_CONTRACT_VERSION", "INFO_FINAL_OBS", "INFO_LOG", "POLICY_GROUP", "REQUIRED_GROUPS",
@@ -61,6 +66,7 @@ class RunnerEnv(Protocol):
     max_episode_length: int
     step_dt: float
     metric_names: tuple[str, ...]
+    mirrors: dict[str, Any] | None
 
     def reset(self) -> Observation: ...
 
@@ -133,6 +139,7 @@ class EnvSpec:
     max_episode_length: int
     step_dt: float
     metric_names: tuple[str, ...] = ()
+    mirrors: dict[str, Any] | None = None
 
     @classmethod
     def from_env(cls, env: RunnerEnv) -> EnvSpec:
@@ -144,6 +151,7 @@ class EnvSpec:
             max_episode_length=env.max_episode_length,
             step_dt=env.step_dt,
             metric_names=tuple(env.metric_names),
+            mirrors=env.mirrors,
         )
         spec.validate()
         return spec
@@ -165,6 +173,23 @@ class EnvSpec:
         for group, dim in self.observation_spec.items():
             if not isinstance(dim, int) or dim < 1:
                 raise ContractViolation(f"env.observation_spec[{group!r}]: expected an int >= 1, got {dim!r}")
+        if self.mirrors is not None:
+            self._validate_mirrors()
+
+    def _validate_mirrors(self) -> None:
+        mirrors = self.mirrors
+        if not isinstance(mirrors, dict) or set(mirrors) != {"observations", "action"} \
+                or not isinstance(mirrors["observations"], dict):
+            raise ContractViolation("env.mirrors: expected None or {'observations': {group: (index, sign)}, "
+                                    f"'action': (index, sign)}}, got {type(mirrors).__name__}")
+        widths = {**{f"observations[{g!r}]": d for g, d in self.observation_spec.items()}, "action": self.action_dim}
+        pairs = {**{f"observations[{g!r}]": p for g, p in mirrors["observations"].items()}, "action": mirrors["action"]}
+        if set(pairs) != set(widths):
+            raise ContractViolation(f"env.mirrors: covers {sorted(pairs)}, the env has {sorted(widths)}")
+        for where, pair in pairs.items():
+            index, sign = pair
+            _check_tensor(f"env.mirrors {where} index", index, torch.int64, (widths[where],), self.device)
+            _check_tensor(f"env.mirrors {where} sign", sign, torch.float32, (widths[where],), self.device)
 
 
 def check_observation(spec: EnvSpec, obs: Any, where: str) -> None:

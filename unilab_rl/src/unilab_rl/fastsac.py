@@ -40,6 +40,7 @@ from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
 from unilab_rl.networks.squashed_gaussian import SquashedMeanPolicy, squashed_sample
 from unilab_rl.normalizers import RunningMeanStd
+from unilab_rl.symmetry import batch_mirrors
 
 
 class FastSACConfig(OffPolicyConfig):
@@ -95,6 +96,7 @@ class FastSAC:
                                                  fused=fused, capturable=capturable)
         self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
+        self.mirrors = batch_mirrors(spec, config.symmetry_augmentation, "fastsac")
         self.update_graphs = sac_update_graphs(self, capturable)
         if config.compile:
             self.actor.compile()

@@ -60,6 +60,7 @@ from unilab_rl.networks.squashed_gaussian import (
     squashed_sample,
 )
 from unilab_rl.normalizers import ReturnScaler, resized_return_state
+from unilab_rl.symmetry import batch_mirrors
 
 
 class FlashSACConfig(OffPolicyConfig):
@@ -107,6 +108,7 @@ class FlashSAC:
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=fused, capturable=capturable)
         self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
+        self.mirrors = batch_mirrors(spec, config.symmetry_augmentation, "flashsac")
         self.update_graphs = sac_update_graphs(self, capturable)
 
         # Noise repetition state, one hold per env.

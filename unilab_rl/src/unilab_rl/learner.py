@@ -13,6 +13,7 @@ from torch import nn
 
 from unilab_rl.contract import ReplayBatch
 from unilab_rl.graphed_updates import CudaGraphUpdates, keep_capturable
+from unilab_rl.symmetry import mirrored_batch
 
 # Called with the parameters of one optimizer after backward and before the step; a
 # data-parallel wrapper installs an all-reduce here (unilab_rl.distributed).
@@ -127,6 +128,8 @@ def scheduled_sac_update(agent, batch: ReplayBatch, actor_period: int) -> dict[s
     ``actor_period`` calls, replayed from the agent's CUDA graphs when it has them. Returns
     detached on-device scalars."""
     with_actor = agent.updates % actor_period == 0
+    if agent.mirrors is not None:  # symmetry augmentation: the batch and its mirrored copy
+        batch = mirrored_batch(batch, agent.mirrors)
     if agent.update_graphs is not None:
         metrics = agent.update_graphs(with_actor, batch)
     else:
