@@ -107,3 +107,23 @@ def test_a_run_directory_mixing_runs_or_without_checkpoints_is_refused_before_ju
     assert eval_cli.main(["--checkpoint", str(mixed), "--out", str(tmp_path / "e2"), *QUICK]) == 2
     assert "checkpoint.pt is from another run than checkpoint-60s.pt" in capsys.readouterr().err
     assert not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
+
+
+def test_a_tracking_run_over_time_carries_its_success_rate_and_mpkpe(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+
+    run = tmp_path / "run"
+    args = ["--task", "g1_motion_tracking", "--backend", "mujoco", "--algo", "fastsac", "--num-envs", "2", "--steps",
+            "8", "--out", str(run), "--no-progress", "--no-tensorboard", "batch_size=8", "learning_starts=8",
+            "actor_width=16", "critic_width=16"]
+    assert train_cli.main(args) == 0
+    save_checkpoint(run / "checkpoint-1s.pt", load_checkpoint(run / "checkpoint.pt"))
+    out = tmp_path / "eval"
+    assert eval_cli.main(["--checkpoint", str(run), "--out", str(out), "--no-plot", "eval.envs_per_clip=1"]) == 1
+    rows = json.loads((out / "over-time.json").read_text())["checkpoints"]
+    assert [r["checkpoint"] for r in rows] == ["checkpoint-1s.pt", "checkpoint.pt"]
+    for row in rows:  # an 8-step policy falls off the clip: 0% success, a large error
+        overall = row["mujoco"]["overall"]
+        assert overall["success_rate"] == 0.0 and overall["mpkpe_mm"] > 10.0
+    assert "success_rate 0" in capsys.readouterr().out

@@ -96,8 +96,7 @@ def evaluate(args: argparse.Namespace) -> int:
                 print("    " + evaluation.summary_line(case))
         over_time.append({"checkpoint": path.name, "trained_wall_s": counters["wall_s"],
                           "trained_env_steps": counters["env_steps"],
-                          **{backend: {"passed": r["passed"], "cases_passed": sum(c["passed"] for c in r["cases"]),
-                                       "cases": len(r["cases"])} for backend, r in reports.items()}})
+                          **{backend: _over_time_cell(r) for backend, r in reports.items()}})
         if args.out is not None:
             out = args.out if len(paths) == 1 else args.out / path.stem
             write_json_atomic(out / "report.json", {
@@ -112,7 +111,8 @@ def evaluate(args: argparse.Namespace) -> int:
     if len(paths) > 1:
         print("unilab-eval: over training time")
         for row in over_time:
-            cells = "  ".join(f"{b}: {row[b]['cases_passed']}/{row[b]['cases']} passed" for b in backends)
+            cells = "  ".join(f"{b}: {row[b]['cases_passed']}/{row[b]['cases']} passed"
+                              + "".join(f" {k} {v:.4g}" for k, v in row[b].get("overall", {}).items()) for b in backends)
             print(f"  {row['checkpoint']:24s} {row['trained_wall_s']:7.0f} s {row['trained_env_steps']:>12d} env steps  "
                   f"{cells}")
         if args.out is not None:
@@ -120,6 +120,16 @@ def evaluate(args: argparse.Namespace) -> int:
                                                             "seed": args.seed, "checkpoints": over_time})
     last = over_time[-1]
     return 0 if all(last[b]["passed"] for b in backends) else EXIT_FAILED
+
+
+def _over_time_cell(report: dict[str, Any]) -> dict[str, Any]:
+    """One checkpoint on one backend: cases passed, and the protocol's overall figures when it
+    has them (tracking: success rate, MPKPE, ...)."""
+    cell = {"passed": report["passed"], "cases_passed": sum(c["passed"] for c in report["cases"]),
+            "cases": len(report["cases"])}
+    if "overall" in report:
+        cell["overall"] = report["overall"]
+    return cell
 
 
 def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
