@@ -43,7 +43,7 @@ from unilab_rl.contract import (
     check_step_output,
 )
 
-__all__ = ["RslRlPolicy", "RslRlVecEnv"]
+__all__ = ["RslRlPolicy", "RslRlVecEnv", "mirror_augmentation"]
 
 
 class RslRlVecEnv(VecEnv):
@@ -108,6 +108,28 @@ class RslRlVecEnv(VecEnv):
 
     def close(self) -> None:
         self.env.close()
+
+
+def mirror_augmentation(env: RslRlVecEnv, obs: TensorDict | None = None,
+                        actions: torch.Tensor | None = None) -> tuple[TensorDict | None, torch.Tensor | None]:
+    """rsl_rl's symmetry ``data_augmentation_func`` from the task's own mirrors (``env.mirrors``,
+    contract 1.2): each batch followed by its left-right reflection, for
+    ``algorithm.symmetry_cfg={"use_data_augmentation": True, "data_augmentation_func": ...}``."""
+    mirrors = env.spec.mirrors
+    if mirrors is None:
+        raise ValueError("mirror_augmentation: the task declares no left-right mirror (env.mirrors is None)")
+
+    def both(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        index, sign = pair
+        return torch.cat((x, x.index_select(-1, index) * sign.to(x.dtype)))
+
+    groups = mirrors["observations"]
+    if obs is not None:
+        obs = TensorDict({k: both(v, groups[k]) for k, v in obs.items()}, batch_size=[2 * obs.batch_size[0]],
+                         device=obs.device)
+    if actions is not None:
+        actions = both(actions, mirrors["action"])
+    return obs, actions
 
 
 class RslRlPolicy:

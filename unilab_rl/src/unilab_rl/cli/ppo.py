@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="instead of training: run --episodes deterministic episodes of OUT/model_<it>.pt "
                              "(task, overrides and runner config from the run.json beside it)")
     parser.add_argument("--episodes", type=int, default=16, help="episodes for --play")
+    parser.add_argument("--symmetry", action="store_true",
+                        help="rsl_rl's symmetry augmentation from the task's left-right mirror (env.mirrors)")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
@@ -128,7 +130,7 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     try:
         from rsl_rl.runners import OnPolicyRunner
 
-        from unilab_rl.rsl_rl_vecenv import RslRlVecEnv
+        from unilab_rl.rsl_rl_vecenv import RslRlVecEnv, mirror_augmentation
     except ImportError as error:
         raise UsageError(f"PPO needs rsl_rl ({error}); {PPO_HINT}") from None
     args.backend = args.backend or "mujoco"
@@ -157,11 +159,17 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         vec_env = RslRlVecEnv(env, clip_actions=clip_actions,
                               metrics_every=int(runner_cfg["num_steps_per_env"]),
                               cfg={"task": args.task, "backend": args.backend, "env_overrides": env_overrides})
+        given_cfg = copy.deepcopy(runner_cfg)
+        if args.symmetry:
+            if vec_env.spec.mirrors is None:
+                raise UsageError(f"--symmetry: task {args.task!r} declares no left-right mirror")
+            given_cfg["algorithm"]["symmetry_cfg"] = {"use_data_augmentation": True, "use_mirror_loss": False,
+                                                      "mirror_loss_coeff": 0.0,
+                                                      "data_augmentation_func": mirror_augmentation}
         apply_thread_policy(vec_env.device, None)
         args.out.mkdir(parents=True, exist_ok=True)
         try:
-            runner = OnPolicyRunner(vec_env, copy.deepcopy(runner_cfg), log_dir=str(args.out),
-                                    device=str(vec_env.device))
+            runner = OnPolicyRunner(vec_env, given_cfg, log_dir=str(args.out), device=str(vec_env.device))
         except (TypeError, ValueError, KeyError, AttributeError) as error:  # a bad key or value in the config
             raise UsageError(f"rsl_rl rejected the runner config: {error}") from None
         if args.resume is not None:
@@ -171,7 +179,7 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         env_steps = runner.logger.tot_timesteps
         record = {"task": args.task, "backend": args.backend, "num_envs": args.num_envs, "seed": args.seed,
                   "algo": ALGO_NAME, "env_overrides": env_overrides, "runner_cfg": runner_cfg,
-                  "clip_actions": clip_actions,
+                  "clip_actions": clip_actions, "symmetry": args.symmetry,
                   "iterations": args.iterations, "env_steps": env_steps, "model": model.name,
                   "command": " ".join(sys.argv)}
         (args.out / "run.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
