@@ -87,3 +87,10 @@ def test_the_walking_task_gives_the_runner_its_mirrors():
         assert spec.mirrors["action"][0].shape == (env.action_dim,)
     finally:
         env.close()
+
+
+def test_an_env_written_against_contract_1_1_is_told_what_is_missing():
+    env = PointMassEnv()
+    del env.mirrors
+    with pytest.raises(ContractViolation, match=r"env.mirrors: missing; since contract 1.2"):
+        EnvSpec.from_env(env)

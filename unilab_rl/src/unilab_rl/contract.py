@@ -143,6 +143,9 @@ class EnvSpec:
 
     @classmethod
     def from_env(cls, env: RunnerEnv) -> EnvSpec:
+        if not hasattr(env, "mirrors"):  # an env written against contract 1.1
+            raise ContractViolation("env.mirrors: missing; since contract 1.2 an env says None when its task "
+                                    "declares no left-right mirror")
         spec = cls(
             num_envs=env.num_envs,
             device=torch.device(env.device),
