@@ -98,8 +98,12 @@ def temperature_step(log_temperature: nn.Parameter, optimizer: torch.optim.Optim
 
 
 def sac_update_step(agent, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-    """One SAC learner update, the unit a CUDA graph captures: the critic, then (``with_actor``)
-    the actor and temperature, then the target critic's Polyak step."""
+    """One SAC learner update, the unit a CUDA graph captures: with symmetry augmentation the
+    batch gains its mirrored copy (inside the graph, so a replay copies in only the sampled
+    half), then the critic, then (``with_actor``) the actor and temperature, then the target
+    critic's Polyak step."""
+    if agent.mirrors is not None:
+        batch = mirrored_batch(batch, agent.mirrors)
     metrics = agent.update_critic(batch)
     if with_actor:
         metrics.update(agent.update_actor_and_temperature(batch))
@@ -128,8 +132,6 @@ def scheduled_sac_update(agent, batch: ReplayBatch, actor_period: int) -> dict[s
     ``actor_period`` calls, replayed from the agent's CUDA graphs when it has them. Returns
     detached on-device scalars."""
     with_actor = agent.updates % actor_period == 0
-    if agent.mirrors is not None:  # symmetry augmentation: the batch and its mirrored copy
-        batch = mirrored_batch(batch, agent.mirrors)
     if agent.update_graphs is not None:
         metrics = agent.update_graphs(with_actor, batch)
     else:

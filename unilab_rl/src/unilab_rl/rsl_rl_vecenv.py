@@ -42,6 +42,7 @@ from unilab_rl.contract import (
     RunnerEnv,
     check_step_output,
 )
+from unilab_rl.symmetry import with_reflection
 
 __all__ = ["RslRlPolicy", "RslRlVecEnv", "mirror_augmentation"]
 
@@ -118,17 +119,12 @@ def mirror_augmentation(env: RslRlVecEnv, obs: TensorDict | None = None,
     mirrors = env.spec.mirrors
     if mirrors is None:
         raise ValueError("mirror_augmentation: the task declares no left-right mirror (env.mirrors is None)")
-
-    def both(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        index, sign = pair
-        return torch.cat((x, x.index_select(-1, index) * sign.to(x.dtype)))
-
     groups = mirrors["observations"]
     if obs is not None:
-        obs = TensorDict({k: both(v, groups[k]) for k, v in obs.items()}, batch_size=[2 * obs.batch_size[0]],
-                         device=obs.device)
+        obs = TensorDict({k: with_reflection(v, groups[k]) for k, v in obs.items()},
+                         batch_size=[2 * obs.batch_size[0]], device=obs.device)
     if actions is not None:
-        actions = both(actions, mirrors["action"])
+        actions = with_reflection(actions, mirrors["action"])
     return obs, actions
 
 

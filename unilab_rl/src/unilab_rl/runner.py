@@ -37,7 +37,6 @@ class RunnerConfig(BaseModel):
     overlap_learning: bool = Field(False, description="CUDA only: run the updates on a stream of their own "
                                    "while the next env step runs; the acting policy is one update round stale")
 
-
     @field_validator("snapshot_at_s", mode="before")
     @classmethod
     def _from_command_line(cls, value: object) -> object:

@@ -27,9 +27,10 @@ def batch_mirrors(spec: EnvSpec, enabled: bool, algo: str) -> dict[str, Any] | N
     return spec.mirrors
 
 
-def _mirrored(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+def with_reflection(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """The rows of ``x`` followed by their reflection under one (index, sign) mirror."""
     index, sign = pair
-    return x.index_select(-1, index) * sign.to(x.dtype)
+    return torch.cat((x, x.index_select(-1, index) * sign.to(x.dtype)))
 
 
 def mirrored_batch(batch: ReplayBatch, mirrors: dict[str, Any]) -> ReplayBatch:
@@ -37,7 +38,7 @@ def mirrored_batch(batch: ReplayBatch, mirrors: dict[str, Any]) -> ReplayBatch:
     groups = mirrors["observations"]
 
     def both(obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {g: torch.cat((x, _mirrored(x, groups[g]))) for g, x in obs.items()}
+        return {g: with_reflection(x, groups[g]) for g, x in obs.items()}
 
-    return ReplayBatch(obs=both(batch.obs), action=torch.cat((batch.action, _mirrored(batch.action, mirrors["action"]))),
+    return ReplayBatch(obs=both(batch.obs), action=with_reflection(batch.action, mirrors["action"]),
                        reward=batch.reward.repeat(2), discount=batch.discount.repeat(2), next_obs=both(batch.next_obs))
