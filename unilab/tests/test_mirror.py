@@ -11,8 +11,9 @@ import torch
 
 
 def _mirror(pair, x):
-    index, sign = pair
-    return x.index_select(-1, index) * sign
+    from unilab.mirror import Mirror
+
+    return Mirror(*pair)(x)
 
 
 def _quat(roll: float, pitch: float, yaw: float) -> torch.Tensor:

@@ -334,15 +334,12 @@ def overrides_without_target(cfg: EnvCfg, keys: Iterable[str]) -> list[str]:
     ``curriculum.command_ranges.params.stages`` on a play variant that has no curriculum."""
     missing = []
     for key in keys:
-        node: Any = cfg
-        for part in key.removeprefix("env.").split(".")[:-1]:
-            if isinstance(node, BaseModel) and part in type(node).model_fields:
-                node = getattr(node, part)
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                missing.append(key)
-                break
+        parts, node = key.split("."), cfg
+        try:  # the walk apply_overrides makes
+            for depth, part in enumerate(parts[:-1]):
+                node = _child(node, part, ".".join(parts[:depth + 1]))
+        except ValueError:
+            missing.append(key)
     return missing
 
 

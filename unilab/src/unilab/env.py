@@ -19,6 +19,7 @@ from unilab.managers.recorder import RecorderManager
 from unilab.managers.reward import RewardManager
 from unilab.managers.sensor import SensorManager
 from unilab.managers.termination import TerminationManager
+from unilab.mirror import declared_by_all
 from unilab.robot import RobotState
 from unilab.step_graphs import StepGraphs, StepPhases
 
@@ -137,13 +138,8 @@ class ManagerBasedRlEnv:
         it: ``{"observations": {group: (index, sign)}, "action": (index, sign)}``, or None when
         the task declares none. Declared for some parts and not others, it is refused."""
         groups, action = self.observation_manager.mirrors(), self.action_manager.mirror
-        declared = [f"observations.{g}" for g, m in groups.items() if m is not None] + (["actions"] if action else [])
-        if not declared:
+        if not declared_by_all({**{f"observations.{g}": m for g, m in groups.items()}, "actions": action}, "mirror:"):
             return None
-        missing = [f"observations.{g}" for g, m in groups.items() if m is None] + ([] if action else ["actions"])
-        if missing:
-            raise ValueError(f"mirror: {missing} declare no mirror while {declared} do; a task declares it for "
-                             "every observation group and its actions, or not at all")
         return {"observations": {g: (m.index, m.sign) for g, m in groups.items()},
                 "action": (action.index, action.sign)}
 

@@ -26,6 +26,17 @@ class Mirror:
         return x.index_select(-1, self.index) * self.sign
 
 
+def declared_by_all(parts: dict[str, object | None], where: str) -> bool:
+    """Whether ``parts`` (name -> its mirror, or None) declare a mirror: all of them or none;
+    some but not all is refused, naming both sides."""
+    declared = [name for name, mirror in parts.items() if mirror is not None]
+    missing = [name for name, mirror in parts.items() if mirror is None]
+    if declared and missing:
+        raise ValueError(f"{where} {missing} declare no mirror while {declared} do; a mirror is declared by all "
+                         "of them or by none")
+    return bool(declared)
+
+
 def build_mirror(cfg: MirrorCfg, env, width: int, where: str) -> tuple[list[int], list[float]]:
     """The (index, sign) lists a term's mirror function returns, checked for shape."""
     index, sign = cfg.func(env, width, **cfg.params)

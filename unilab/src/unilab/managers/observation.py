@@ -16,7 +16,7 @@ import torch
 
 from unilab.config import ObsGroupCfg
 from unilab.managers.base import build_term, reset_terms
-from unilab.mirror import Mirror, build_mirror, combine
+from unilab.mirror import Mirror, build_mirror, combine, declared_by_all
 
 
 class _Group:
@@ -60,13 +60,8 @@ class _Group:
 
     def _mirror(self, env) -> Mirror | None:
         """The group's left-right reflection when its terms declare one; all or none must."""
-        declared = [t.name for t in self.terms if t.cfg.mirror is not None]
-        if not declared:
+        if not declared_by_all({t.name: t.cfg.mirror for t in self.terms}, f"observations.{self.name}: terms"):
             return None
-        missing = [t.name for t in self.terms if t.cfg.mirror is None]
-        if missing:
-            raise ValueError(f"observations.{self.name}: terms {missing} declare no mirror while {declared} do; "
-                             "a group is mirrored only when every term says how")
         parts = [build_mirror(t.cfg.mirror, env, self.term_dims[t.name], f"observations.{self.name}.{t.name}.mirror")
                  for t in self.terms]
         return combine(parts, self.history, env.device, f"observations.{self.name}")
