@@ -8,7 +8,8 @@ makes before building anything (algorithm and runner configs validated, env over
 resolved against the real task config). Every inline ``key=value`` override shown in prose
 is checked the same way, on the task the sentence names (``... on g1_walk_flat_unfused``),
 else g1_walk_flat. These checks build no env; one test also runs README's CPU quick-start
-chain for real (train, play with video, export, eval, --config) with tiny budgets on mujoco
+chain for real (train, play with video, export, eval of the checkpoint and of the exported file,
+--config) with tiny budgets on mujoco
 (about 15 s).
 """
 
@@ -231,6 +232,11 @@ def test_the_quick_start_chain_runs_for_real_with_tiny_budgets(tmp_path, capsys)
     assert (run / "policy.onnx").exists()
     assert eval_cli.main(["--checkpoint", str(run / "checkpoint.pt"), "--no-plot", "eval.envs_per_command=1",
                           "eval.seconds=3"]) in (0, 1)
+    judge_export = next(c for w, c in COMMANDS if w == "README.md" and c.startswith("unilab-eval --policy"))
+    judge_argv = [a.replace("runs/", f"{tmp_path}/") for a in shlex.split(judge_export)[1:]]
+    assert eval_cli.main([*judge_argv, "--no-plot", "eval.envs_per_command=1", "eval.seconds=0.4",
+                          "eval.settle_s=0.1"]) in (0, 1)
+    assert json.loads((run / "eval-onnx" / "report.json").read_text())["policy"] == str(run / "policy.onnx")
     again = tmp_path / "again"
     assert train_cli.main(["--config", str(run / "run.json"), "--out", str(again), "--steps", "80"]) == 0
     rerun = json.loads((again / "run.json").read_text())

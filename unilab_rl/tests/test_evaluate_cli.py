@@ -127,3 +127,73 @@ def test_a_tracking_run_over_time_carries_its_success_rate_and_mpkpe(tmp_path, c
         overall = row["mujoco"]["overall"]
         assert overall["success_rate"] == 0.0 and overall["mpkpe_mm"] > 10.0
     assert "success_rate 0" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def exported(g1_checkpoint):
+    from unilab_rl.cli import export as export_cli
+
+    out = g1_checkpoint.parent / "policy.pt"
+    assert export_cli.main(["--checkpoint", str(g1_checkpoint), "--format", "torchscript", "--out", str(out),
+                            "--verify-steps", "0"]) == 0
+    return out
+
+
+def test_an_exported_policy_is_judged_like_its_checkpoint(g1_checkpoint, exported, tmp_path):
+    by_checkpoint, by_policy = tmp_path / "checkpoint", tmp_path / "policy"
+    assert eval_cli.main(["--checkpoint", str(g1_checkpoint), "--out", str(by_checkpoint), "--no-plot", *QUICK]) == 1
+    assert eval_cli.main(["--policy", str(exported), "--out", str(by_policy), "--no-plot", *QUICK]) == 1
+    a = json.loads((by_checkpoint / "report.json").read_text())
+    b = json.loads((by_policy / "report.json").read_text())
+    assert b["policy"] == str(exported) and "checkpoint" not in b
+    assert (b["task"], b["algo"], b["trained_env_steps"]) == (a["task"], a["algo"], a["trained_env_steps"])
+    assert b["trained_wall_s"] == pytest.approx(a["trained_wall_s"])
+    cases_a, cases_b = a["reports"]["mujoco"]["cases"], b["reports"]["mujoco"]["cases"]
+    assert [c["command"] for c in cases_a] == [c["command"] for c in cases_b]
+    for x, y in zip(cases_a, cases_b):  # the same policy on the same env: float rounding apart at most
+        assert y["fall_rate"] == x["fall_rate"]
+        assert (y["achieved"] is None) == (x["achieved"] is None)
+        if x["achieved"] is not None:
+            assert y["achieved"] == pytest.approx(x["achieved"], abs=1e-3)
+
+
+def _planted_export(exported, tmp_path, edit):
+    """A copy of ``exported`` whose metadata ``edit`` changed."""
+    from unilab_rl.export import export_policy, read_metadata
+
+    metadata = read_metadata(exported)
+    edit(metadata)
+    module = torch.jit.load(str(exported))
+    path = tmp_path / "planted.pt"
+    export_policy(module, metadata["input"]["shape"][1], path, "torchscript", metadata)
+    return path
+
+
+def _fingerprint(metadata):
+    metadata["task_fingerprint"] = "0" * 64
+
+
+def _layout(metadata):
+    metadata["observation"]["terms"][0]["width"] += 1
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (_fingerprint, "the task's meaning changed since"),
+    (_layout, "are not the exported layout"),
+])
+def test_an_exported_policy_that_no_longer_fits_its_task_is_refused(exported, tmp_path, capsys, edit, message):
+    planted = _planted_export(exported, tmp_path, edit)
+    assert eval_cli.main(["--policy", str(planted), "--out", str(tmp_path / "e"), *QUICK]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()
+
+
+def test_a_file_that_is_not_an_exported_policy_is_bad_input(g1_checkpoint, tmp_path, capsys):
+    assert eval_cli.main(["--policy", str(g1_checkpoint), "--out", str(tmp_path / "e"), *QUICK]) == 2
+    assert "not an exported policy with metadata" in capsys.readouterr().err
+    assert eval_cli.main(["--policy", str(tmp_path / "missing.onnx"), *QUICK]) == 2
+    assert "missing.onnx: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        eval_cli.main(["--policy", str(g1_checkpoint), "--checkpoint", str(g1_checkpoint)])
+    assert exit_.value.code == 2
+    assert not (tmp_path / "e").exists()

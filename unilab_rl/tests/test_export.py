@@ -125,7 +125,9 @@ def test_metadata_describes_observations_joints_actions_and_the_task(tmp_path, c
         assert metadata["control_dt"] == pytest.approx(env.step_dt) == pytest.approx(0.02)
     finally:
         env.close()
-    assert metadata["task"] == TASK and metadata["algo"] == "fastsac"
+    assert metadata["task"] == TASK and metadata["algo"] == "fastsac" and metadata["backend"] == "mujoco"
+    counters = load_checkpoint(checkpoints["fastsac"])["counters"]
+    assert metadata["trained_wall_s"] == pytest.approx(counters["wall_s"]) and metadata["trained_wall_s"] > 0
     assert metadata["task_fingerprint"] == export_cli.task_fingerprint(TASK, {})
     assert metadata["commands"] == {"twist": "uniform_velocity"}
 

@@ -16,6 +16,12 @@ each (sim-to-sim), one table. Writes ``report.json`` and ``report.png`` under ``
 from the same seed. Each gets ``OUT/<checkpoint name>/report.json``; ``OUT/over-time.json`` and
 the printed table give the cases passed against training time.
 
+``--policy FILE`` judges an exported policy (``unilab-export``: ONNX or TorchScript) instead, the
+file a deployment runs: the env comes from its metadata's task and env overrides, which must
+still have the fingerprint they had at export (else the task's meaning has changed since, and
+the figures would not be the policy's), and the env's policy observations must have the
+metadata's layout. The default backend is the one the policy trained on.
+
 Exit codes: 0 every backend's evaluation passed (of a run directory: the last checkpoint's), 1 it
 ran and some case failed, 2 bad input.
 """
@@ -27,11 +33,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from unilab_rl.checkpoint import CheckpointError, load_checkpoint
+from unilab_rl.checkpoint import CheckpointError
+from unilab_rl.cli.judged import Judged, judged_checkpoints, judged_export
 from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
-from unilab_rl.cli.play import load_policy
-from unilab_rl.runner import snapshot_seconds
+from unilab_rl.export import ExportError
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -39,8 +45,11 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unilab-eval", description="Run the task's evaluation of a checkpoint.")
-    parser.add_argument("--checkpoint", type=Path, required=True,
+    judged = parser.add_mutually_exclusive_group(required=True)
+    judged.add_argument("--checkpoint", type=Path,
                         help="a checkpoint file, or a run directory (its snapshots, then checkpoint.pt)")
+    judged.add_argument("--policy", type=Path,
+                        help="an exported policy (unilab-export: policy.onnx or policy.pt) with its metadata")
     parser.add_argument("--task", help="evaluate on this task's protocol (default: the checkpoint's task)")
     parser.add_argument("--backends", help="comma-separated backends (default: the one the checkpoint trained on)")
     parser.add_argument("--device", default=None)
@@ -53,62 +62,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def checkpoints_to_judge(path: Path) -> list[Path]:
-    """A checkpoint file, or a run directory: its snapshots by training time, then its final
-    ``checkpoint.pt``."""
-    if not path.is_dir():
-        return [path]
-    snapshots = sorted((seconds, p) for p in path.glob("checkpoint-*s.pt")
-                       if (seconds := snapshot_seconds(p.name)) is not None)
-    found = [p for _, p in snapshots] + [p for p in [path / "checkpoint.pt"] if p.is_file()]
-    if not found:
-        raise CheckpointError(f"--checkpoint {path}: a run directory without checkpoint.pt or snapshots "
-                              "(checkpoint-<S>s.pt)")
-    return found
-
-
 def evaluate(args: argparse.Namespace) -> int:
     from unilab.evaluation import task_evaluation
 
     tokens = parse_tokens(args.overrides)
     options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
-    paths = checkpoints_to_judge(args.checkpoint)
-    documents = [load_checkpoint(p) for p in paths]  # every one read and checked before any is judged
-    first = documents[0]
-    for path, document in zip(paths[1:], documents[1:]):
-        if any(document[k] != first[k] for k in ("task", "backend", "algo", "env_overrides")):
-            raise CheckpointError(f"--checkpoint {args.checkpoint}: {path.name} is from another run than "
-                                  f"{paths[0].name} (task, backend, algorithm or env overrides differ)")
-    evaluation = task_evaluation(args.task or first["task"], options)
-    backends = [b.strip() for b in (args.backends or first["backend"]).split(",") if b.strip()]
+    subjects = judged_checkpoints(args.checkpoint) if args.policy is None else [judged_export(args.policy)]
+    first = subjects[0]
+    evaluation = task_evaluation(args.task or first.task, options)
+    backends = [b.strip() for b in (args.backends or first.backend).split(",") if b.strip()]
     if not backends or len(set(backends)) != len(backends):
         raise ValueError(f"--backends {args.backends!r}: expected distinct comma-separated backend names")
-    overrides, dropped = _env_overrides(evaluation.task, first["env_overrides"], tokens)
+    overrides, dropped = _env_overrides(evaluation.task, first.env_overrides, tokens)
     over_time = []
-    for path, document in zip(paths, documents):
-        reports = _judge(document, evaluation, backends, overrides, args)
-        counters = document["counters"]
-        print(f"unilab-eval: {path} ({document['task']}, {document['algo']}, {counters['env_steps']} env steps, "
-              f"{counters['wall_s']:.0f} s of training) on {evaluation.task}")
+    for subject in subjects:
+        reports = _judge(subject, evaluation, backends, overrides, args)
+        trained_s = "?" if subject.wall_s is None else f"{subject.wall_s:.0f}"
+        print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.env_steps} env steps, "
+              f"{trained_s} s of training) on {evaluation.task}")
         for backend, report in reports.items():
             print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}")
             for case in report["cases"]:
                 print("    " + evaluation.summary_line(case))
-        over_time.append({"checkpoint": path.name, "trained_wall_s": counters["wall_s"],
-                          "trained_env_steps": counters["env_steps"],
+        over_time.append({"checkpoint": subject.path.name, "trained_wall_s": subject.wall_s,
+                          "trained_env_steps": subject.env_steps,
                           **{backend: _over_time_cell(r) for backend, r in reports.items()}})
         if args.out is not None:
-            out = args.out if len(paths) == 1 else args.out / path.stem
+            out = args.out if len(subjects) == 1 else args.out / subject.path.stem
             write_json_atomic(out / "report.json", {
-                "checkpoint": str(path), "task": document["task"], "evaluated_on": evaluation.task,
-                "algo": document["algo"], "trained_env_steps": counters["env_steps"],
-                "trained_wall_s": counters["wall_s"], "env_overrides": overrides,
+                subject.kind: str(subject.path), "task": subject.task, "evaluated_on": evaluation.task,
+                "algo": subject.algo, "trained_env_steps": subject.env_steps,
+                "trained_wall_s": subject.wall_s, "env_overrides": overrides,
                 "training_overrides_dropped": dropped, "evaluation_options": options, "seed": args.seed,
                 "reports": reports})
             if not args.no_plot:
                 evaluation.plot(reports, out / "report.png")
             print(f"unilab-eval: wrote {out / 'report.json'}" + ("" if args.no_plot else " and report.png"))
-    if len(paths) > 1:
+    if len(subjects) > 1:
         print("unilab-eval: over training time")
         for row in over_time:
             cells = "  ".join(f"{b}: {row[b]['cases_passed']}/{row[b]['cases']} passed"
@@ -149,9 +139,9 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
     return overrides, dropped
 
 
-def _judge(document: dict[str, Any], evaluation: Any, backends: list[str], overrides: dict[str, Any],
+def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dict[str, Any],
            args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """One checkpoint's evaluation on each backend, each on an env of its own from the same seed."""
+    """One policy's evaluation on each backend, each on an env of its own from the same seed."""
     from unilab import make_manager_based_rl_env
 
     reports: dict[str, dict[str, Any]] = {}
@@ -162,8 +152,7 @@ def _judge(document: dict[str, Any], evaluation: Any, backends: list[str], overr
                                         device=args.device, seed=args.seed,
                                         overrides={"validate_actions": False, **overrides})
         try:
-            agent = load_policy(document, env)
-            reports[backend] = evaluation.run(env, lambda obs, agent=agent: agent.act(obs, deterministic=True))
+            reports[backend] = evaluation.run(env, subject.acting(env))
         finally:
             env.close()
     return reports
@@ -173,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return evaluate(args)
-    except (ValueError, KeyError, CheckpointError) as error:  # the factory's and the registry's errors too
+    except (ValueError, KeyError, CheckpointError, ExportError) as error:  # the factory's and the registry's too
         print(f"unilab-eval: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -18,7 +18,9 @@ the values read are config and model facts, the same on every backend):
   clip(action); ``joint_stiffness`` / ``joint_damping``: the position actuators' kp / kv;
 - ``control_dt`` (= physics_dt * decimation), the command terms, ``task``, ``env_overrides``
   and ``task_fingerprint``: the sha256 of the resolved task config (callables by qualified
-  name), so a deployment can check that a policy belongs to the task it is meant for.
+  name), so a deployment can check that a policy belongs to the task it is meant for;
+- ``algo``, ``backend``, ``trained_env_steps``, ``trained_wall_s``: how it was trained
+  (``unilab-eval --policy FILE`` judges the file by the task's evaluation from these).
 
 After writing, the exported file is run on observations of a short deterministic rollout
 of the same env and compared with the torch policy; the max abs difference is printed and
@@ -96,7 +98,9 @@ def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path) ->
         "format": METADATA_FORMAT, "format_version": METADATA_FORMAT_VERSION,
         "task": document["task"], "env_overrides": overrides,
         "task_fingerprint": task_fingerprint(document["task"], overrides),
-        "algo": document["algo"], "trained_env_steps": int(document["counters"]["env_steps"]),
+        "algo": document["algo"], "backend": document["backend"],
+        "trained_env_steps": int(document["counters"]["env_steps"]),
+        "trained_wall_s": float(document["counters"]["wall_s"]),
         "checkpoint": checkpoint.name,
         "versions": {"unilab_rl": importlib.metadata.version("unilab-rl"), "torch": torch.__version__},
         "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
