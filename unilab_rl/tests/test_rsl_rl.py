@@ -11,6 +11,7 @@ import json
 import pytest
 import torch
 from fake_env import PointMassEnv
+from unilab_rl.cli import evaluate as eval_cli
 from unilab_rl.cli import ppo as ppo_cli
 from unilab_rl.cli.play import run_episodes
 
@@ -157,6 +158,13 @@ def test_ppo_cli_trains_on_mujoco_saves_resumes_plays_and_exports_with_metadata(
     difference = (torch.from_numpy(onnx_actions) - torch_actions).abs().max().item()
     print(f"PPO policy, onnxruntime vs torch: max abs difference {difference:.3g}")
     assert difference < 1e-5
+    # The exported PPO policy is judged by the task's own evaluation, as any unilab-export file is.
+    assert metadata["backend"] == "mujoco" and metadata["trained_wall_s"] > 0
+    report_dir = tmp_path / "eval"
+    assert eval_cli.main(["--policy", str(out / "policy.onnx"), "--out", str(report_dir), "--no-plot",
+                          "eval.envs_per_command=1", "eval.seconds=0.4", "eval.settle_s=0.1"]) == 1
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["algo"] == "rsl_rl_ppo" and len(report["reports"]["mujoco"]["cases"]) == 17
 
     before = torch.load(out / "model_1.pt", weights_only=False)["actor_state_dict"]
     resumed = tmp_path / "resumed"

@@ -32,6 +32,7 @@ import json
 import os
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -174,13 +175,15 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
             raise UsageError(f"rsl_rl rejected the runner config: {error}") from None
         if args.resume is not None:
             runner.load(str(args.resume))
+        started = time.perf_counter()
         runner.learn(args.iterations, init_at_random_ep_len=False)
+        wall_s = time.perf_counter() - started
         model = args.out / f"model_{runner.current_learning_iteration}.pt"
         env_steps = runner.logger.tot_timesteps
         record = {"task": args.task, "backend": args.backend, "num_envs": args.num_envs, "seed": args.seed,
                   "algo": ALGO_NAME, "env_overrides": env_overrides, "runner_cfg": runner_cfg,
                   "clip_actions": clip_actions, "symmetry": args.symmetry,
-                  "iterations": args.iterations, "env_steps": env_steps, "model": model.name,
+                  "iterations": args.iterations, "env_steps": env_steps, "wall_s": wall_s, "model": model.name,
                   "command": " ".join(sys.argv)}
         (args.out / "run.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
         if args.export != "none":
@@ -237,8 +240,8 @@ def export_ppo_policy(runner: Any, env: Any, record: dict[str, Any], model: Path
     from unilab_rl.export import SUFFIXES, export_policy
 
     actor = runner.alg.get_policy().as_jit().cpu().eval()
-    document = {"task": record["task"], "env_overrides": record["env_overrides"], "algo": ALGO_NAME,
-                "counters": {"env_steps": record["env_steps"]}}
+    document = {"task": record["task"], "backend": record["backend"], "env_overrides": record["env_overrides"],
+                "algo": ALGO_NAME, "counters": {"env_steps": record["env_steps"], "wall_s": record["wall_s"]}}
     metadata = deployment_metadata(env, document, model)
     path = out / f"policy{SUFFIXES[fmt]}"
     export_policy(actor, env.observation_spec[POLICY_GROUP], path, fmt, metadata)
