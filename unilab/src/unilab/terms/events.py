@@ -63,12 +63,13 @@ class push_by_velocity:
 
 
 class _ModelFieldEvent(abc.ABC):
-    """Scales a model field by a random factor per env, drawn from ``params.range``.
+    """Writes a model field from a random draw per env: by default a factor from ``params.range``.
 
-    A subclass names its ``field`` and default range and says how a factor tensor of
-    ``factor_shape`` scales the default values (``scaled``). The env skips the backend's
-    per-write checks (a hot loop), so construction proves once that neither end of the
-    range writes below the backend's declared minimums for the field."""
+    A subclass names its ``field`` and default range and says how a draw of ``factor_shape``
+    becomes the field's values (``scaled``); one whose draw is not a single range (per-axis
+    offsets) says so in ``draw_bounds``. The env skips the backend's per-write checks (a hot
+    loop), so construction proves once that neither end of the draw writes below the backend's
+    declared minimums for the field."""
 
     field = ""
     default_range = (1.0, 1.0)
@@ -89,8 +90,12 @@ class _ModelFieldEvent(abc.ABC):
     def scaled(self, factor: torch.Tensor) -> torch.Tensor:
         """The field's values for every row when the drawn factors are ``factor``."""
 
+    def draw_bounds(self, env) -> tuple[float | torch.Tensor, float | torch.Tensor]:
+        """The draw's low and high ends, floats or tensors broadcasting to ``factor_shape``."""
+        return self.range
+
     def __call__(self, env, txn) -> None:
-        lo, hi = self.range
+        lo, hi = self.draw_bounds(env)
         self.write(env, txn, self.scaled(_uniform(env, self.factor_shape(env), lo, hi)))
 
     def write(self, env, txn, values: torch.Tensor) -> None:
@@ -105,8 +110,8 @@ class _ModelFieldEvent(abc.ABC):
         if minimums is None:
             return
         low = torch.tensor(minimums, device=env.device)
-        for end in self.range:  # the factor is linear in the draw, so the ends bound every write
-            values = self.scaled(torch.full(self.factor_shape(env), float(end), device=env.device))
+        for end in self.draw_bounds(env):  # values are linear in the draw, so its ends bound every write
+            values = self.scaled(torch.zeros(self.factor_shape(env), device=env.device) + end)
             margin = float((values - low).amin())  # construction: one sync per end is fine
             if margin < 0:
                 declared = (f"{minimums} (along the last axis)" if len(minimums) <= 4 else
@@ -152,3 +157,40 @@ class randomize_body_mass(_ModelFieldEvent):
         values = self.default.clone()
         values[:, self.bodies] = values[:, self.bodies] * factor
         return values
+
+
+class randomize_com(_ModelFieldEvent):
+    """Named bodies' centres of mass (``body_ipos``, in the body frame) moved by a random offset
+    per env, body and axis: ``params.offset_range`` maps ``x``/``y``/``z`` to (low, high) in
+    metres (an axis left out stays put). A robot's real mass distribution differs from its
+    model's; mjlab's G1 tracking moves the torso's by up to 2.5 cm forward and 5 cm sideways
+    and up."""
+
+    field = "body_ipos"
+    default_range = (0.0, 0.0)  # unused: the draw is per axis (draw_bounds)
+    AXES = ("x", "y", "z")
+
+    def __init__(self, cfg, env) -> None:
+        unknown = sorted(set(cfg.params) - {"bodies", "offset_range"})
+        if unknown:
+            raise ValueError(f"randomize_com: unknown params {unknown}; expected bodies and offset_range")
+        ranges = dict(cfg.params.get("offset_range", {}))
+        if set(ranges) - set(self.AXES):
+            raise ValueError(f"randomize_com: params.offset_range keys {sorted(ranges)}; expected some of x, y, z")
+        bounds = [tuple(ranges.get(axis, (0.0, 0.0))) for axis in self.AXES]  # pairs ordered by EventTermCfg
+        self.bodies = [env.robot.body_index(b, "randomize_com") for b in cfg.params["bodies"]]
+        self.low = torch.tensor([b[0] for b in bounds], device=env.device)
+        self.high = torch.tensor([b[1] for b in bounds], device=env.device)
+        super().__init__(cfg, env)
+
+    def draw_bounds(self, env) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.low, self.high
+
+    def factor_shape(self, env) -> tuple[int, ...]:
+        return (env.num_envs, len(self.bodies), 3)
+
+    def scaled(self, offset: torch.Tensor) -> torch.Tensor:
+        values = self.default.clone()
+        values[:, self.bodies] = values[:, self.bodies] + offset
+        return values
+

@@ -76,8 +76,9 @@ SENSOR_KINDS = frozenset({
 
 # Per-env model fields for domain randomization. mujoco_warp reads batched model fields as
 # field[world % batch], so put_model gives them a num_envs batch and writes go straight into
-# that memory; like the mujoco adapter, derived constants are not recomputed.
-MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
+# that memory; like the mujoco adapter, derived constants are not recomputed. ``body_ipos`` (the
+# centre of mass in the body frame) has no floor: any offset is physics.
+MODEL_FIELDS = frozenset({"geom_friction", "body_mass", "body_ipos"})
 # Sliding friction below ~1e-3 turns that world's state into NaN on its first contact step in
 # mujoco_warp (float32; seen at 1e-4 on warp's CPU device) while MuJoCo C copes. Declared, so a
 # validated write refuses it and a caller that skips validation can prove its range once,

@@ -61,9 +61,10 @@ SENSOR_KINDS = frozenset({
     "ballangvel", "framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis", "framelinvel",
     "frameangvel", "gyro", "velocimeter", "magnetometer", "clock",
 })
-MODEL_FIELDS = frozenset({"geom_friction", "body_mass"})
+MODEL_FIELDS = frozenset({"geom_friction", "body_mass", "body_ipos"})
 # Negative friction is not physics; body masses have per-body floors (mjcf.body_mass_minimums:
-# a massive body stays above MIN_BODY_MASS, a massless one may hold 0).
+# a massive body stays above MIN_BODY_MASS, a massless one may hold 0). A centre of mass
+# (body_ipos, body frame) may sit anywhere.
 FRICTION_MINIMUMS = (0.0, 0.0, 0.0)
 CONTACT_FILTERS = frozenset(ContactFilter)
 

@@ -22,34 +22,7 @@ from unisim.host_sync import HostSyncProbe
 TOL = 2e-4  # float32 kinematics agree with MuJoCo C to ~1e-6; dynamics are never compared
 
 
-# ---- fixtures ------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def case(conformance_case):
-    return conformance_case
-
-
-@pytest.fixture(scope="module")
-def num_envs(request) -> int:
-    return request.config.getoption("--unisim-num-envs")
-
-
-@pytest.fixture(scope="module")
-def backend(case, num_envs):
-    name, device, model = case
-    b = unisim.create_backend(name, model=model, num_envs=num_envs, device=device)
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="module")
-def reference(case, num_envs):
-    """The mujoco adapter on cpu: the reference for kinematics and sensors."""
-    _, _, model = case
-    b = unisim.create_backend("mujoco", model=model, num_envs=num_envs, device="cpu", nthread=1)
-    yield b
-    b.close()
-
-
+# ---- fixtures: conftest.py (backend, reference, case, num_envs) ---------------------
 # ---- declaration ---------------------------------------------------------------------
 def test_declaration_is_valid_and_matches_views(backend):
     caps = backend.capabilities
@@ -338,54 +311,6 @@ def test_bad_set_state_is_rejected_and_changes_nothing(backend, kind):
         pytest.skip("the model has no free joint")
     arg, rows, qpos, qvel = inputs[kind]
     assert_rejected_unchanged(backend, arg, lambda: backend.set_state(rows, qpos, qvel))
-
-
-def test_undeclared_model_field_is_rejected(backend):
-    with pytest.raises(ContractViolation, match="not declared"):
-        backend.model_field("definitely_not_a_field")
-
-
-def test_declared_model_field_round_trips(backend):
-    fields = sorted(backend.capabilities.model_fields)
-    if not fields:
-        pytest.skip("backend declares no model-field writes")
-    name = fields[0]
-    current = backend.model_field(name)
-    rows = torch.tensor([0], device=backend.device)
-    backend.set_model_field(name, rows, current[:1] * 1.5)
-    updated = backend.model_field(name)
-    assert torch.allclose(updated[0], current[0] * 1.5)
-    if backend.num_envs > 1:
-        assert torch.equal(updated[1:], current[1:])
-    backend.set_model_field(name, rows, current[:1])
-
-
-def test_model_field_values_of_the_wrong_shape_are_rejected_and_change_nothing(backend):
-    fields = sorted(backend.capabilities.model_fields)
-    if not fields:
-        pytest.skip("backend declares no model-field writes")
-    rows = torch.tensor([0], device=backend.device)
-    for name in fields:
-        current = backend.model_field(name)
-        for bad in (current[:1, ..., :-1], current[:2]):  # trailing shape off; more rows than given
-            with pytest.raises(ContractViolation, match="values"):
-                backend.set_model_field(name, rows, bad.clone())
-        assert torch.equal(backend.model_field(name), current), f"a refused {name} write changed the field"
-
-
-def test_values_below_a_declared_minimum_are_rejected_and_change_nothing(backend):
-    """Contract 1.2: a validated set_model_field keeps to capabilities.model_field_minimums."""
-    minimums = dict(backend.capabilities.model_field_minimums)
-    if not minimums:
-        pytest.skip("backend declares no model-field minimums")
-    for name, low in minimums.items():
-        current = backend.model_field(name)
-        below = current[:1].clone()
-        below[..., :] = torch.tensor(low, device=backend.device) - 1.0  # every element under its floor
-        rows = torch.tensor([0], device=backend.device)
-        with pytest.raises(ContractViolation, match=f"values: expected every {name} element >="):
-            backend.set_model_field(name, rows, below)
-        assert torch.equal(backend.model_field(name), current), f"a refused {name} write changed the field"
 
 
 def test_num_envs_below_one_is_rejected(case):

@@ -123,9 +123,12 @@ def g1_motion_tracking_no_state_estimation() -> EnvCfg:
 
 
 def g1_motion_tracking_dr() -> EnvCfg:
-    """Adds friction randomization at startup (needs the geom_friction model field)."""
+    """Adds friction and torso centre-of-mass randomization at startup (needs the geom_friction
+    and body_ipos model fields; mjlab's ranges)."""
     cfg = g1_motion_tracking()
     cfg.events["friction"] = EventTermCfg(func=ev.randomize_friction, mode="startup", params={"range": (0.3, 1.6)})
+    cfg.events["torso_com"] = EventTermCfg(func=ev.randomize_com, mode="startup", params={
+        "bodies": [ANCHOR], "offset_range": {"x": (-0.025, 0.025), "y": (-0.05, 0.05), "z": (-0.05, 0.05)}})
     return cfg
 
 
