@@ -130,13 +130,18 @@ def check_command(command: str) -> None:
         return
     if argv[0] == "python":
         captured: list[list[str]] = []
-        original = train_cli.main
+        judged: list[list[str]] = []
+        original, original_eval = train_cli.main, eval_cli.main
         train_cli.main = lambda a: captured.append(a) or 0
+        eval_cli.main = lambda a: judged.append(a) or 0
         try:
             assert gpu_walk_cli.main(argv[3:]) == 0
         finally:
-            train_cli.main = original
+            train_cli.main, eval_cli.main = original, original_eval
         check_train_command(captured[0])
+        for eval_argv in judged:  # --eval: what it hands unilab-eval parses there
+            for token in eval_cli.build_parser().parse_args(eval_argv).overrides:
+                check_override(token, "g1_walk_flat")
     elif argv[0] == "unilab-train":
         check_train_command(argv[1:])
     elif argv[0] == "unilab-eval":

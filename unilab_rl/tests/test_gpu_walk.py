@@ -21,6 +21,25 @@ def test_gpu_walk_is_the_preset_through_unilab_train(tmp_path, monkeypatch):
     assert argv[argv.index("--summary-json") + 1] == str(tmp_path / "summary.json")
 
 
+def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_given(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    argv = ["--out", str(tmp_path), "--eval", "--backend", "mujoco", "--device", "cpu", "--num-envs", "4",
+            "--steps", "32", "--no-tensorboard", "compile=false", "overlap_learning=false", "batch_size=16",
+            "learning_starts=16", "actor_width=16", "critic_width=16", "eval.envs_per_command=1", "eval.seconds=0.4",
+            "eval.settle_s=0.1"]
+    assert gpu_walk.main(argv) == 1  # a 32-step policy does not walk: judged, and it failed
+    assert (tmp_path / "run" / "checkpoint.pt").is_file() and (tmp_path / "summary.json").is_file()
+    report = json.loads((tmp_path / "eval" / "report.json").read_text())
+    assert report["evaluation_options"]["seconds"] == "0.4" and len(report["reports"]["mujoco"]["cases"]) == 17
+    assert "gpu_walk: unilab-eval --checkpoint" in capsys.readouterr().out
+
+
+def test_gpu_walk_refuses_evaluation_options_without_eval(tmp_path):
+    with pytest.raises(SystemExit):
+        gpu_walk.main(["--out", str(tmp_path), "eval.seconds=3"])
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_preset_fills_what_the_command_line_leaves_unset():
     args = train_cli.build_parser().parse_intermixed_args(["--preset", "gpu_walk", "--num-envs", "8", "gamma=0.9",
                                                            "--goal", "collector/episode_return>1"])

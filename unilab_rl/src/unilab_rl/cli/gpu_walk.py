@@ -1,6 +1,6 @@
 """One-command GPU run: ``unilab-train --preset gpu_walk`` with a fixed output layout.
 
-    python -m unilab_rl.cli.gpu_walk --out "$OUT" [--minutes 9] [--algo flashsac] [--nproc N] [key=value ...]
+    python -m unilab_rl.cli.gpu_walk --out "$OUT" [--minutes 9] [--algo flashsac] [--nproc N] [--eval] [key=value ...]
 
 Writes under --out: ``run/`` (checkpoint, run.json, metrics.jsonl, TensorBoard), ``curve.json``
 (headline numbers and the task's metrics vs wall-clock; rewritten at every log interval,
@@ -9,6 +9,12 @@ goals, when they were first met, the median learning rate, the final numbers). E
 ``unilab-train`` flag passes through (``--minutes``, ``--algo``, ``--num-envs``, ``--seed``,
 ``--nproc N`` for N GPUs through torchrun, ...), and so do ``key=value`` overrides, which win
 over the preset's (e.g. ``batch_size=16384 updates_per_step=1``); see ``unilab-train --help``.
+
+``--eval`` then judges the run by the task's evaluation (``unilab-eval --checkpoint OUT/run``:
+the snapshots ``runner.snapshot_at_s`` kept, then the final checkpoint) into ``eval/`` (one
+report per checkpoint and ``over-time.json``), so one command answers when the policy first
+passed; ``eval.KEY=VALUE`` tokens go to the evaluation (e.g. ``eval.envs_per_command=8``). Exit code: training's when it failed, else the evaluation's (0 passed, 1 some case
+failed at the last checkpoint).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import os
 import sys
 from pathlib import Path
 
+from unilab_rl.cli import evaluate as eval_cli
 from unilab_rl.cli import train as train_cli
 
 
@@ -28,11 +35,22 @@ def main(argv: list[str] | None = None) -> int:
                                            "--nproc N] [key=value ...]")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/gpu_walk")),
                         help="output folder (default: $OUT, else runs/gpu_walk)")
+    parser.add_argument("--eval", action="store_true",
+                        help="after training, judge every kept checkpoint by the task's evaluation into OUT/eval")
     args, rest = parser.parse_known_args(argv)
+    eval_options = [token for token in rest if token.startswith("eval.")]
+    if eval_options and not args.eval:
+        parser.error(f"{' '.join(eval_options)}: evaluation options need --eval")
+    rest = [token for token in rest if not token.startswith("eval.")]
     train_argv = ["--preset", "gpu_walk", "--out", str(args.out / "run"), "--curve-json", str(args.out / "curve.json"),
                   "--summary-json", str(args.out / "summary.json"), "--no-progress", *rest]
     print("gpu_walk: unilab-train " + " ".join(train_argv), flush=True)
-    return train_cli.main(train_argv)
+    code = train_cli.main(train_argv)
+    if code != 0 or not args.eval:
+        return code
+    eval_argv = ["--checkpoint", str(args.out / "run"), "--out", str(args.out / "eval"), *eval_options]
+    print("gpu_walk: unilab-eval " + " ".join(eval_argv), flush=True)
+    return eval_cli.main(eval_argv)
 
 
 if __name__ == "__main__":
