@@ -1,6 +1,7 @@
 """``unilab-eval``: the task's own evaluation of a checkpoint's deterministic policy.
 
     unilab-eval --checkpoint runs/walk/checkpoint.pt|runs/walk [--backends mjwarp,mujoco] [--out DIR] [eval.KEY=VALUE ...] [key=value ...]
+    unilab-eval --policy runs/walk/policy.onnx [--backends mujoco] [--out DIR] ...
 
 The checkpoint's task names its evaluation protocol (``unilab.evaluation``): for a velocity
 task a sweep of fixed commands, each from a standing start. The protocol runs on the task's
@@ -44,7 +45,8 @@ EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="unilab-eval", description="Run the task's evaluation of a checkpoint.")
+    parser = argparse.ArgumentParser(prog="unilab-eval",
+                                     description="Run the task's evaluation of a checkpoint or an exported policy.")
     judged = parser.add_mutually_exclusive_group(required=True)
     judged.add_argument("--checkpoint", type=Path,
                         help="a checkpoint file, or a run directory (its snapshots, then checkpoint.pt)")
