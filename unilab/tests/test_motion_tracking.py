@@ -149,6 +149,9 @@ def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make
     for case in report["cases"]:  # a zero policy falls off the reference within its first second
         assert case["success_rate"] == 0.0 and not case["passed"]
         assert 10.0 < case["mpkpe_mm"] < 1000.0 and 0.0 < case["root_relative_mpkpe_mm"] < 1000.0
+        # Per body and step |error| <= |root-relative error| + |root error|; the means keep it.
+        assert 0.0 < case["root_error_mm"] and case["mpkpe_mm"] <= case["root_relative_mpkpe_mm"] + case[
+            "root_error_mm"] + 1e-3
     # The same fall (both clips share their first frames) in the first quarter of the 149 steps
     # of fk_sway, and across three quarters of the 59 of fk_short, its error growing as it falls.
     sway, short = (c["mpkpe_mm_by_quarter"] for c in report["cases"])

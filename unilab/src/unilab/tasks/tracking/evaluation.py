@@ -10,6 +10,8 @@ own (absolute) poses:
 - ``mpkpe_mm``: mean per-body position error;
 - ``root_relative_mpkpe_mm``: the same with both sides' root (first tracked body) moved to
   the origin, which leaves out the drift of the whole body;
+- ``root_error_mm``: that drift, the root's own position error (per body, MPKPE is at most the
+  root-relative error plus this);
 - ``joint_error_rad``: mean absolute joint-angle error;
 - ``mpkpe_mm_by_quarter``: ``mpkpe_mm`` over each quarter of the clip's steps, first to last,
   which tells a drift that grows along the clip from an error that is there from the start.
@@ -69,7 +71,7 @@ class MotionEvaluation:
             obs = env.reset()
             running = torch.ones(n, dtype=torch.bool, device=dev)
             succeeded = torch.zeros(n, dtype=torch.bool, device=dev)
-            sums = torch.zeros(n, 3, device=dev)
+            sums = torch.zeros(n, 4, device=dev)
             steps = torch.zeros(n, device=dev)
             quarter_sums = torch.zeros(n, 4, device=dev)
             quarter_steps = torch.zeros(n, 4, device=dev)
@@ -87,7 +89,7 @@ class MotionEvaluation:
                 err = torch.linalg.vector_norm(robot_pos - ref_pos, dim=-1)
                 rel = torch.linalg.vector_norm((robot_pos - robot_pos[:, :1]) - (ref_pos - ref_pos[:, :1]), dim=-1)
                 joint = (env.robot.joint_pos - ref_joints).abs().mean(-1)
-                sums += torch.stack((err.mean(-1), rel.mean(-1), joint), dim=1) * counted
+                sums += torch.stack((err.mean(-1), rel.mean(-1), err[:, 0], joint), dim=1) * counted
                 quarter = torch.div(4 * steps.long(), clip_steps, rounding_mode="floor").clamp(max=3).unsqueeze(1)
                 quarter_sums.scatter_add_(1, quarter, err.mean(-1, keepdim=True) * counted)
                 quarter_steps.scatter_add_(1, quarter, counted.float())
@@ -108,20 +110,22 @@ class MotionEvaluation:
         pooled = [(quarter_sums[clips == c].sum(0), quarter_steps[clips == c].sum(0)) for c in range(cfg.num_clips)]
         by_quarter = [[1e3 * total / count if count else None for total, count in zip(t.tolist(), k.tolist())]
                       for t, k in pooled]
-        for name, (success, mpkpe, rel, joint), quarters in zip(names, per_clip, by_quarter):
+        for name, (success, mpkpe, rel, root, joint), quarters in zip(names, per_clip, by_quarter):
             case = {"clip": name, "envs": cfg.envs_per_clip, "success_rate": success, "mpkpe_mm": 1e3 * mpkpe,
-                    "root_relative_mpkpe_mm": 1e3 * rel, "joint_error_rad": joint, "mpkpe_mm_by_quarter": quarters}
+                    "root_relative_mpkpe_mm": 1e3 * rel, "root_error_mm": 1e3 * root, "joint_error_rad": joint,
+                    "mpkpe_mm_by_quarter": quarters}
             case["passed"] = success >= cfg.min_success and case["mpkpe_mm"] <= cfg.max_mpkpe_mm
             rows.append(case)
         overall = {k: sum(r[k] for r in rows) / len(rows) for k in
-                   ("success_rate", "mpkpe_mm", "root_relative_mpkpe_mm", "joint_error_rad")}
+                   ("success_rate", "mpkpe_mm", "root_relative_mpkpe_mm", "root_error_mm", "joint_error_rad")}
         return {"evaluation": "motion_tracking", "task": cfg.task, "overall": overall,
                 "criteria": {"min_success": cfg.min_success, "max_mpkpe_mm": cfg.max_mpkpe_mm},
                 "passed": all(r["passed"] for r in rows), "cases": rows}
 
     def summary_line(self, case: dict[str, Any]) -> str:
         return (f"{case['clip'][:36]:36s} success {case['success_rate']:6.1%} MPKPE {case['mpkpe_mm']:6.1f} mm "
-                f"root-rel {case['root_relative_mpkpe_mm']:6.1f} mm joints {case['joint_error_rad']:.3f} rad "
+                f"root-rel {case['root_relative_mpkpe_mm']:6.1f} mm root {case['root_error_mm']:6.1f} mm "
+                f"joints {case['joint_error_rad']:.3f} rad "
                 f"by quarter {'/'.join('-' if q is None else f'{q:.0f}' for q in case['mpkpe_mm_by_quarter'])} mm "
                 f"{'pass' if case['passed'] else 'FAIL'}")
 
