@@ -197,3 +197,41 @@ def test_a_file_that_is_not_an_exported_policy_is_bad_input(g1_checkpoint, tmp_p
         eval_cli.main(["--policy", str(g1_checkpoint), "--checkpoint", str(g1_checkpoint)])
     assert exit_.value.code == 2
     assert not (tmp_path / "e").exists()
+
+
+def test_a_run_directory_exported_then_judged_by_its_policy_files_over_time(g1_checkpoint, tmp_path, capsys):
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+    from unilab_rl.cli import export as export_cli
+
+    run = tmp_path / "run"
+    run.mkdir()
+    document = load_checkpoint(g1_checkpoint)
+    for name, wall_s in [("checkpoint-90s.pt", 90.0), ("checkpoint-7.5s.pt", 7.5), ("checkpoint.pt", 120.0)]:
+        document["counters"]["wall_s"] = wall_s
+        save_checkpoint(run / name, document)
+    assert export_cli.main(["--checkpoint", str(run), "--out", str(tmp_path / "one.pt")]) == 2  # a folder's --out
+    assert "with a run directory, --out names a folder" in capsys.readouterr().err
+    assert export_cli.main(["--checkpoint", str(run), "--format", "torchscript", "--verify-steps", "4"]) == 0
+    assert sorted(p.name for p in run.glob("policy*.pt")) == ["policy-7.5s.pt", "policy-90s.pt", "policy.pt"]
+    out = tmp_path / "eval"
+    assert eval_cli.main(["--policy", str(run), "--out", str(out), "--no-plot", *QUICK]) == 1
+    rows = json.loads((out / "over-time.json").read_text())["checkpoints"]
+    assert [r["checkpoint"] for r in rows] == ["policy-7.5s.pt", "policy-90s.pt", "policy.pt"]
+    assert [r["trained_wall_s"] for r in rows] == [7.5, 90.0, 120.0]
+    assert json.loads((out / "policy-90s" / "report.json").read_text())["policy"] == str(run / "policy-90s.pt")
+    assert "over training time" in capsys.readouterr().out
+
+
+def test_a_policy_folder_of_two_formats_or_none_is_refused(exported, tmp_path, capsys):
+    import shutil
+
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copy(exported, both / "policy.pt")
+    (both / "policy.onnx").write_bytes(b"")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder, found in ((both, "['.onnx', '.pt']"), (empty, "none")):
+        assert eval_cli.main(["--policy", str(folder), "--out", str(tmp_path / "e"), *QUICK]) == 2
+        assert f"found {found}" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()

@@ -21,7 +21,9 @@ the printed table give the cases passed against training time.
 file a deployment runs: the env comes from its metadata's task and env overrides, which must
 still have the fingerprint they had at export (else the task's meaning has changed since, and
 the figures would not be the policy's), and the env's policy observations must have the
-metadata's layout. The default backend is the one the policy trained on.
+metadata's layout. The default backend is the one the policy trained on. ``--policy DIR`` judges
+the folder ``unilab-export --checkpoint RUN_DIR`` wrote (``policy-<S>s.<ext>`` by training time,
+then ``policy.<ext>``), as a run directory's checkpoints are.
 
 Exit codes: 0 every backend's evaluation passed (of a run directory: the last checkpoint's), 1 it
 ran and some case failed, 2 bad input.
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from unilab_rl.checkpoint import CheckpointError
-from unilab_rl.cli.judged import Judged, judged_checkpoints, judged_export
+from unilab_rl.cli.judged import Judged, judged_checkpoints, judged_exports
 from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
 from unilab_rl.export import ExportError
@@ -51,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     judged.add_argument("--checkpoint", type=Path,
                         help="a checkpoint file, or a run directory (its snapshots, then checkpoint.pt)")
     judged.add_argument("--policy", type=Path,
-                        help="an exported policy (unilab-export: policy.onnx or policy.pt) with its metadata")
+                        help="an exported policy (unilab-export: policy.onnx or policy.pt) with its metadata, or a "
+                             "folder of them (policy-<S>s.onnx ..., then policy.onnx)")
     parser.add_argument("--task", help="evaluate on this task's protocol (default: the checkpoint's task)")
     parser.add_argument("--backends", help="comma-separated backends (default: the one the checkpoint trained on)")
     parser.add_argument("--device", default=None)
@@ -69,7 +72,7 @@ def evaluate(args: argparse.Namespace) -> int:
 
     tokens = parse_tokens(args.overrides)
     options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
-    subjects = judged_checkpoints(args.checkpoint) if args.policy is None else [judged_export(args.policy)]
+    subjects = judged_checkpoints(args.checkpoint) if args.policy is None else judged_exports(args.policy)
     first = subjects[0]
     evaluation = task_evaluation(args.task or first.task, options)
     backends = [b.strip() for b in (args.backends or first.backend).split(",") if b.strip()]
@@ -105,7 +108,8 @@ def evaluate(args: argparse.Namespace) -> int:
         for row in over_time:
             cells = "  ".join(f"{b}: {row[b]['cases_passed']}/{row[b]['cases']} passed"
                               + "".join(f" {k} {v:.4g}" for k, v in row[b].get("overall", {}).items()) for b in backends)
-            print(f"  {row['checkpoint']:24s} {row['trained_wall_s']:7.0f} s {row['trained_env_steps']:>12d} env steps  "
+            trained_s = "?" if row["trained_wall_s"] is None else f"{row['trained_wall_s']:.0f}"
+            print(f"  {row['checkpoint']:24s} {trained_s:>7s} s {row['trained_env_steps']:>12d} env steps  "
                   f"{cells}")
         if args.out is not None:
             write_json_atomic(args.out / "over-time.json", {"run": str(args.checkpoint), "evaluated_on": evaluation.task,

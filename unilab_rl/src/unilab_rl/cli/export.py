@@ -2,6 +2,11 @@
 metadata a deployment stack needs.
 
     unilab-export --checkpoint runs/g1/checkpoint.pt --format onnx      # -> runs/g1/policy.onnx + policy.json
+    unilab-export --checkpoint runs/g1 --format torchscript             # every snapshot: policy-90s.pt, ..., policy.pt
+
+Given a run directory, every checkpoint it kept (the snapshots of ``runner.snapshot_at_s``,
+then ``checkpoint.pt``) is exported beside it, ``checkpoint-<S>s.pt`` as ``policy-<S>s.<ext>``
+(``--out`` then names a folder); ``unilab-eval --policy`` judges such files one by one.
 
 The graph maps raw "policy" observations to actions, normalization inside
 (``unilab_rl.export``). What the exported network does not know comes from the env, built
@@ -40,6 +45,7 @@ from typing import Any
 import torch
 
 from unilab_rl.checkpoint import load_checkpoint
+from unilab_rl.cli.judged import checkpoints_to_judge
 from unilab_rl.cli.play import load_policy
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import EXPORT_FORMATS, SUFFIXES, ExportError, export_policy, run_exported
@@ -138,15 +144,29 @@ def export(args: argparse.Namespace, factory: Any) -> int:
         raise ValueError(f"--verify-steps must be >= 0, got {args.verify_steps}")
     if not (math.isfinite(args.tolerance) and args.tolerance >= 0):
         raise ValueError(f"--tolerance must be a finite number >= 0, got {args.tolerance}")
-    if args.out is not None and args.out.suffix != SUFFIXES[args.format]:
-        raise ValueError(f"--out {args.out}: a {args.format} policy file ends in {SUFFIXES[args.format]}")
-    document = load_checkpoint(args.checkpoint)
-    out = args.out or args.checkpoint.parent / f"policy{SUFFIXES[args.format]}"
+    suffix = SUFFIXES[args.format]
+    if args.checkpoint.is_dir():
+        if args.out is not None and args.out.suffix:
+            raise ValueError(f"--out {args.out}: with a run directory, --out names a folder")
+        folder = args.out or args.checkpoint
+        targets = [(c, folder / (c.stem.replace("checkpoint", "policy", 1) + suffix))
+                   for c in checkpoints_to_judge(args.checkpoint)]
+    else:
+        if args.out is not None and args.out.suffix != suffix:
+            raise ValueError(f"--out {args.out}: a {args.format} policy file ends in {suffix}")
+        targets = [(args.checkpoint, args.out or args.checkpoint.parent / f"policy{suffix}")]
+    documents = [load_checkpoint(c) for c, _ in targets]  # all read before anything is written
+    codes = [export_one(args, factory, checkpoint, document, out)
+             for (checkpoint, out), document in zip(targets, documents)]
+    return max(codes)
+
+
+def export_one(args: argparse.Namespace, factory: Any, checkpoint: Path, document: dict[str, Any], out: Path) -> int:
     env = factory(document["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
                   overrides=dict(document["env_overrides"]))
     try:
         agent = load_policy(document, env)
-        metadata = deployment_metadata(env, document, args.checkpoint)
+        metadata = deployment_metadata(env, document, checkpoint)
         sidecar = export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], out, args.format,
                                 metadata)
         if args.verify_steps > 0:

@@ -75,6 +75,41 @@ def checkpoints_to_judge(path: Path) -> list[Path]:
     return found
 
 
+def exports_to_judge(path: Path) -> list[Path]:
+    """An exported policy file, or a folder of them as ``unilab-export --checkpoint RUN_DIR``
+    writes: ``policy-<S>s.<ext>`` by training time, then ``policy.<ext>``, all of one format."""
+    from unilab_rl.export import SUFFIXES
+
+    if not path.is_dir():
+        return [path]
+    found = {}
+    for suffix in SUFFIXES.values():
+        timed = sorted((seconds, p) for p in path.glob(f"policy-*s{suffix}")
+                       if (seconds := _exported_snapshot_seconds(p.name, suffix)) is not None)
+        files = [p for _, p in timed] + [p for p in [path / f"policy{suffix}"] if p.is_file()]
+        if files:
+            found[suffix] = files
+    if len(found) != 1:
+        raise ValueError(f"--policy {path}: expected exported policies of one format (policy-<S>s.onnx ... "
+                         f"policy.onnx, or .pt), found {sorted(found) or 'none'}")
+    return next(iter(found.values()))
+
+
+def _exported_snapshot_seconds(name: str, suffix: str) -> float | None:
+    """``policy-90s.onnx`` is ``checkpoint-90s.pt`` exported: its training time, else None."""
+    return snapshot_seconds("checkpoint" + name.removeprefix("policy").removesuffix(suffix) + ".pt")
+
+
+def judged_exports(path: Path) -> list[Judged]:
+    """Every exported policy ``path`` names, each checked before any is judged; a folder's must
+    come from one run (task, backend, algorithm and env overrides)."""
+    found = [judged_export(file) for file in exports_to_judge(path)]
+    for judged in found[1:]:
+        if judged.run_identity() != found[0].run_identity():
+            raise ValueError(f"--policy {path}: {judged.path.name} is from another run than {found[0].path.name}")
+    return found
+
+
 def judged_export(path: Path) -> Judged:
     """An exported policy file, refused with a message naming what does not fit."""
     from unilab_rl.cli.export import METADATA_FORMAT, task_fingerprint
