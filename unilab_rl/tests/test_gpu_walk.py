@@ -34,6 +34,15 @@ def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_gi
     assert "gpu_walk: unilab-eval --checkpoint" in capsys.readouterr().out
 
 
+def test_gpu_walk_runs_another_preset_given_on_its_command_line(tmp_path, monkeypatch):
+    captured = {}
+    monkeypatch.setattr(gpu_walk.train_cli, "main", lambda argv: captured.setdefault("argv", argv) and 0)
+    assert gpu_walk.main(["--out", str(tmp_path), "--preset", "gpu_track"]) == 0
+    args = train_cli.build_parser().parse_intermixed_args(captured["argv"])
+    train_cli.apply_preset(args)
+    assert args.preset == "gpu_track" and args.task == PRESETS["gpu_track"].task
+
+
 def test_gpu_walk_refuses_evaluation_options_without_eval(tmp_path):
     with pytest.raises(SystemExit):
         gpu_walk.main(["--out", str(tmp_path), "eval.seconds=3"])

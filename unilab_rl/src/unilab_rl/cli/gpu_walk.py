@@ -7,7 +7,8 @@ Writes under --out: ``run/`` (checkpoint, run.json, metrics.jsonl, TensorBoard),
 so a run cut by a time limit still leaves its curve) and ``summary.json`` (the preset's
 goals, when they were first met, the median learning rate, the final numbers). Every other
 ``unilab-train`` flag passes through (``--minutes``, ``--algo``, ``--num-envs``, ``--seed``,
-``--nproc N`` for N GPUs through torchrun, ...), and so do ``key=value`` overrides, which win
+``--nproc N`` for N GPUs through torchrun, ``--preset gpu_track`` for the tracking preset in the same
+layout, ...), and so do ``key=value`` overrides, which win
 over the preset's (e.g. ``batch_size=16384 updates_per_step=1``); see ``unilab-train --help``.
 
 ``--eval`` then judges the run by the task's evaluation (``unilab-eval --checkpoint OUT/run``:
