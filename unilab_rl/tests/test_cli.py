@@ -11,6 +11,7 @@ from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
 from unilab_rl.cli import bench as bench_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
+from unilab_rl.cli import train_plan
 
 TASKS = ["fake_task", "other_task"]
 FORMAT_KEYS = ("format", "format_version", "contract_version", "integrity")  # save_checkpoint writes these
@@ -89,8 +90,8 @@ def test_data_parallel_ranks_keep_the_cuda_graph_setting_they_are_given(tmp_path
     monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun sets for each rank
     monkeypatch.setenv("RANK", "0")
     parser = train_cli.build_parser()
-    assert train_cli.prepare(parser.parse_args(base_args(tmp_path / "run")), TASKS)["algo_config"].cuda_graph
-    plan = train_cli.prepare(parser.parse_args(base_args(tmp_path / "run") + ["cuda_graph=false"]), TASKS)
+    assert train_plan.prepare(parser.parse_args(base_args(tmp_path / "run")), TASKS)["algo_config"].cuda_graph
+    plan = train_plan.prepare(parser.parse_args(base_args(tmp_path / "run") + ["cuda_graph=false"]), TASKS)
     assert plan["algo_config"].cuda_graph is False
 
 

@@ -32,7 +32,7 @@ from unilab_rl.cli import export as export_cli
 from unilab_rl.cli import gpu_walk as gpu_walk_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
-from unilab_rl.cli import train_args
+from unilab_rl.cli import train_args, train_plan
 from unilab_rl.runner import RunnerConfig
 
 from unilab import list_tasks
@@ -117,7 +117,7 @@ def check_train_command(argv: list[str]) -> None:
         return
     args.resume = None  # the checkpoint a docs example resumes exists only after its run
     args.config = None  # likewise the run record
-    plan = train_cli.prepare(args, list_tasks(), check_out=False)
+    plan = train_plan.prepare(args, list_tasks(), check_out=False)
     task_fingerprint(args.task, plan["env_overrides"])
 
 

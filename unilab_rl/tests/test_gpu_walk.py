@@ -4,7 +4,7 @@ from whatever the run logs, under the names their sources give."""
 import json
 
 import pytest
-from unilab_rl.cli import gpu_walk
+from unilab_rl.cli import gpu_walk, train_args
 from unilab_rl.cli import train as train_cli
 from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
 from unilab_rl.presets import PRESETS
@@ -39,7 +39,7 @@ def test_gpu_walk_runs_another_preset_given_on_its_command_line(tmp_path, monkey
     monkeypatch.setattr(gpu_walk.train_cli, "main", lambda argv: captured.setdefault("argv", argv) and 0)
     assert gpu_walk.main(["--out", str(tmp_path), "--preset", "gpu_track"]) == 0
     args = train_cli.build_parser().parse_intermixed_args(captured["argv"])
-    train_cli.apply_preset(args)
+    train_args.apply_preset(args)
     assert args.preset == "gpu_track" and args.task == PRESETS["gpu_track"].task
 
 
@@ -52,7 +52,7 @@ def test_gpu_walk_refuses_evaluation_options_without_eval(tmp_path):
 def test_a_preset_fills_what_the_command_line_leaves_unset():
     args = train_cli.build_parser().parse_intermixed_args(["--preset", "gpu_walk", "--num-envs", "8", "gamma=0.9",
                                                            "--goal", "collector/episode_return>1"])
-    train_cli.apply_preset(args)
+    train_args.apply_preset(args)
     preset = PRESETS["gpu_walk"]
     assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 9.0)
     assert args.num_envs == 8  # the flag wins
@@ -62,11 +62,11 @@ def test_a_preset_fills_what_the_command_line_leaves_unset():
 
 def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
     args = train_cli.build_parser().parse_intermixed_args([])
-    train_cli.apply_preset(args)
+    train_args.apply_preset(args)
     assert (args.task, args.backend, args.algo, args.num_envs) == ("g1_walk_flat", "mujoco", "flashsac", 64)
     args = train_cli.build_parser().parse_intermixed_args(["--preset", "walk_fast"])
     with pytest.raises(train_cli.UsageError, match=r"unknown preset 'walk_fast'; valid: \['gpu_track', 'gpu_walk'\]"):
-        train_cli.apply_preset(args)
+        train_args.apply_preset(args)
 
 
 @pytest.mark.parametrize("text", ["loss", "a<b", "a<inf", "<0.3", "a=3"])

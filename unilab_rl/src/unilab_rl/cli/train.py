@@ -38,7 +38,6 @@ by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distribu
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import sys
@@ -49,40 +48,34 @@ from typing import Any
 import torch
 
 from unilab_rl import distributed
-from unilab_rl.algorithms import UnknownAlgorithm, build_agent, lookup
-from unilab_rl.checkpoint import CheckpointError, check_same_task, load_checkpoint
+from unilab_rl.algorithms import UnknownAlgorithm, build_agent
+from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli.launch import launch_torchrun, without_nproc
 from unilab_rl.cli.metrics_sink import TrainingSink, write_json_atomic
-from unilab_rl.cli.overrides import OverrideError, split_overrides, validated
-from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir, claim_run_dir
+from unilab_rl.cli.overrides import OverrideError
+from unilab_rl.cli.run_dir import RunDirError, claim_run_dir
 from unilab_rl.cli.run_record import (
     RECORD_FORMAT,
     RECORD_FORMAT_VERSION,
     RECORD_NAME,
     RunRecordError,
-    apply_run_record,
     git_commit,
-    load_run_record,
     versions,
 )
 from unilab_rl.cli.stopping import StopOnSignal
 from unilab_rl.cli.summary import write_summary
-from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, apply_preset, build_parser
+from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, build_parser
+from unilab_rl.cli.train_plan import prepare
 from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
-from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
+from unilab_rl.goals import GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
-from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # SIGINT
 EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
-SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their index
-
-
-# A resumed run takes these from its checkpoint unless the command line gives them.
-FROM_CHECKPOINT = ("task", "backend", "algo", "seed")
 PROGRESS_LINE_EVERY_S = 10.0  # stdout not a terminal: status lines instead of a bar
 NO_PROGRESS_LINE_EVERY_S = 30.0  # --no-progress
 RUNNER_METRICS = ("perf/env_steps_per_s", "perf/env_steps_per_s_all_ranks", "progress/updates")
@@ -120,87 +113,6 @@ def task_fingerprint(task: str, env_overrides: dict[str, Any]) -> str | None:
         return fingerprint(task, env_overrides)
     except (ImportError, ValueError, KeyError):
         return None
-
-
-def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) -> dict[str, Any]:
-    """Fill unset values (checkpoint, run record, preset, defaults), then validate everything
-    that can be validated without building the env; reads only (nothing is created, --out
-    included)."""
-    record = None
-    if args.config is not None:
-        if args.preset is not None:
-            raise UsageError("--preset with --config: the run record already holds its preset's resolved values")
-        record = load_run_record(args.config)
-    document = None
-    if args.resume is not None:
-        document = load_checkpoint(args.resume)
-        for key in FROM_CHECKPOINT:  # --resume continues the checkpoint's run
-            if getattr(args, key) is None:
-                setattr(args, key, document[key])
-        if args.num_envs is None:
-            args.num_envs = int(document["spec"]["num_envs"])
-    bases: dict[str, dict[str, Any]] = {"algo": {}, "runner": {}, "env": {}}
-    if record is not None:
-        bases = apply_run_record(args, record)
-    apply_preset(args)
-    if args.num_envs < 1:
-        raise UsageError(f"--num-envs must be >= 1, got {args.num_envs}")
-    if args.steps is not None and args.steps < 1:
-        raise UsageError(f"--steps must be >= 1, got {args.steps}")
-    if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
-        raise UsageError(f"--minutes must be a finite number > 0, got {args.minutes}")
-    if not 0 <= args.seed <= SEED_MAX:
-        raise UsageError(f"--seed must be an integer in [0, 2**62], got {args.seed}")
-    if args.torch_threads is not None and args.torch_threads < 1:
-        raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
-    if args.overwrite and args.resume is not None and args.resume.resolve().parent == args.out.resolve():
-        raise UsageError(f"--overwrite would delete {args.resume}, the checkpoint --resume continues from")
-    if args.task not in tasks:
-        raise UsageError(f"unknown task {args.task!r}; valid: {', '.join(tasks)}")
-    try:
-        goals = [Goal.parse(text) for text in args.goal]
-    except GoalError as error:
-        raise UsageError(str(error)) from None
-    algorithm = lookup(args.algo)
-    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
-    base_algo: dict[str, Any] = bases["algo"]
-    env_overrides = {**bases["env"], **split.env}
-    if document is not None:
-        check_same_task(document, args.task, args.resume)
-        if document["algo"] != args.algo:
-            raise UsageError(f"checkpoint {args.resume} was trained with --algo {document['algo']}, not {args.algo}")
-        base_algo = dict(document["algo_config"])
-        env_overrides = {**bases["env"], **document["env_overrides"], **split.env}
-    algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
-    if document is not None:
-        check_resume_overrides(algo_config, document["algo_config"], split.algo, args.resume)
-    runner_config = validated(RunnerConfig, bases["runner"], split.runner, "runner")
-    if runner_config.overlap_learning and (args.nproc > 1 or distributed.rank_from_environment() is not None):
-        raise UsageError("overlap_learning=true runs in one process only: its learner stream has not been checked "
-                         "with the data-parallel gradient all-reduce; pass overlap_learning=false or drop --nproc")
-    if check_out:  # data-parallel ranks other than 0 write nothing
-        try:
-            check_run_dir(args.out, args.resume, args.overwrite)
-            for flag, path in (("--curve-json", args.curve_json), ("--summary-json", args.summary_json)):
-                if path is not None:
-                    check_file_target(path, flag)
-        except RunDirError as error:
-            raise UsageError(str(error)) from None
-    return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
-            "document": document, "goals": goals, "record": record}
-
-
-def check_resume_overrides(config: Any, trained: dict[str, Any], overrides: dict[str, str], path: Path) -> None:
-    """A resume override takes effect or is refused: refuse a change to a field the
-    checkpoint's state fixes (network shapes, the saved optimizer and normalizer state)."""
-    fixed = sorted(key for key in overrides
-                   if key not in config.changeable_on_resume and getattr(config, key) != trained.get(key))
-    if fixed:
-        changes = ", ".join(f"{key}={getattr(config, key)!r} (checkpoint: {trained.get(key)!r})" for key in fixed)
-        changeable = ", ".join(sorted(config.changeable_on_resume & set(type(config).model_fields)))
-        raise UsageError(f"--resume {path}: {changes} cannot change on resume (the checkpoint's networks and "
-                         f"state were built with the old value); start a new run for it. A resume may change: "
-                         f"{changeable}")
 
 
 def build_env(factory: EnvFactory, args: argparse.Namespace, device: str | None, seed: int,
