@@ -25,7 +25,7 @@ import torch
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
 from unilab_rl.cli.run_record import git_commit
-from unilab_rl.cli.train import apply_thread_policy
+from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
 from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig

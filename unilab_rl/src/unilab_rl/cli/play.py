@@ -17,7 +17,7 @@ import torch
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
-from unilab_rl.cli.train import apply_thread_policy
+from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
 
 EXIT_BAD_INPUT = 2

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from unilab_rl.cli.overrides import OverrideError, parse_tokens
-from unilab_rl.cli.train import apply_thread_policy
+from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvFactory
 
 EXIT_BAD_INPUT = 2

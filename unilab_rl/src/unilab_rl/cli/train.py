@@ -64,6 +64,7 @@ from unilab_rl.cli.run_record import (
 )
 from unilab_rl.cli.stopping import StopOnSignal
 from unilab_rl.cli.summary import write_summary
+from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, build_parser
 from unilab_rl.cli.train_plan import prepare
 from unilab_rl.collector import COLLECTOR_METRICS
@@ -284,16 +285,6 @@ def run_record(args: argparse.Namespace, plan: dict[str, Any], spec: EnvSpec, wo
         "versions": versions(), "git_commit": git_commit(),
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
     }
-
-
-def apply_thread_policy(device: torch.device, threads: int | None) -> None:
-    """On a CPU env the simulator's own threads do the physics; a multi-threaded learner
-    competing with them (and with anything else on a small box) slowed updates 15x in our
-    measurements, so the learner gets one intra-op thread unless told otherwise."""
-    if threads is not None:
-        torch.set_num_threads(threads)
-    elif device.type == "cpu":
-        torch.set_num_threads(1)
 
 
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks: list[str] | None = None) -> int:
