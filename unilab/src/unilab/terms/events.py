@@ -121,6 +121,12 @@ class _ModelFieldEvent(abc.ABC):
                     f"backend's declared minimums {declared} at factor {end}; raise the range's low end")
 
 
+def _body_rows(env, names, owner: str) -> torch.Tensor:
+    """Body indices as one device tensor, built once: a reset-mode event indexes with it every
+    step, and a Python list would be copied to the device at each use."""
+    return torch.tensor([env.robot.body_index(b, owner) for b in names], device=env.device, dtype=torch.long)
+
+
 class randomize_friction(_ModelFieldEvent):
     """Sliding friction of all geoms (or ``geoms`` indices) scaled by one shared random
     factor per env (MuJoCo takes the max of two geoms' friction, so floor and feet move
@@ -144,7 +150,7 @@ class randomize_body_mass(_ModelFieldEvent):
     default_range = (0.9, 1.1)
 
     def __init__(self, cfg, env) -> None:
-        self.bodies = [env.robot.body_index(b, "randomize_body_mass") for b in cfg.params["bodies"]]
+        self.bodies = _body_rows(env, cfg.params["bodies"], "randomize_body_mass")
         super().__init__(cfg, env)
         if not self.range[0] > 0:  # a body with mass scaled to 0 or below makes the row's state NaN
             raise ValueError(f"params.range={self.range}: mass factors must be > 0 so every body keeps a "
@@ -178,7 +184,7 @@ class randomize_com(_ModelFieldEvent):
         if set(ranges) - set(self.AXES):
             raise ValueError(f"randomize_com: params.offset_range keys {sorted(ranges)}; expected some of x, y, z")
         bounds = [tuple(ranges.get(axis, (0.0, 0.0))) for axis in self.AXES]  # pairs ordered by EventTermCfg
-        self.bodies = [env.robot.body_index(b, "randomize_com") for b in cfg.params["bodies"]]
+        self.bodies = _body_rows(env, cfg.params["bodies"], "randomize_com")
         self.low = torch.tensor([b[0] for b in bounds], device=env.device)
         self.high = torch.tensor([b[1] for b in bounds], device=env.device)
         super().__init__(cfg, env)
