@@ -159,3 +159,5 @@ def test_a_snapshot_name_gives_back_its_time(seconds):
 
     assert snapshot_seconds(snapshot_name(seconds)) == seconds
     assert snapshot_seconds("checkpoint.pt") is None and snapshot_seconds("checkpoint-lates.pt") is None
+    exported = "policy" + snapshot_name(seconds).removeprefix("checkpoint").removesuffix(".pt") + ".onnx"
+    assert snapshot_seconds(exported, "policy", ".onnx") == seconds and snapshot_seconds(exported) is None

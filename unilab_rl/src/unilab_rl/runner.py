@@ -58,12 +58,13 @@ def snapshot_name(seconds: float) -> str:
     return f"checkpoint-{seconds:g}s.pt"
 
 
-def snapshot_seconds(name: str) -> float | None:
-    """The due time a snapshot's file name gives (``snapshot_name`` read back), else None."""
-    if not (name.startswith("checkpoint-") and name.endswith("s.pt")):
+def snapshot_seconds(name: str, stem: str = "checkpoint", suffix: str = ".pt") -> float | None:
+    """The due time a snapshot's file name gives (``snapshot_name`` read back), else None; an
+    exported snapshot keeps the name with its own stem and suffix (``policy-90s.onnx``)."""
+    if not (name.startswith(f"{stem}-") and name.endswith(f"s{suffix}")):
         return None
     try:
-        return float(name.removeprefix("checkpoint-").removesuffix("s.pt"))
+        return float(name.removeprefix(f"{stem}-").removesuffix(f"s{suffix}"))
     except ValueError:
         return None
 

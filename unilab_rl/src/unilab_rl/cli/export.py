@@ -44,8 +44,7 @@ from typing import Any
 
 import torch
 
-from unilab_rl.checkpoint import load_checkpoint
-from unilab_rl.cli.judged import checkpoints_to_judge
+from unilab_rl.cli.judged import exported_name, run_checkpoints
 from unilab_rl.cli.play import load_policy
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import EXPORT_FORMATS, SUFFIXES, ExportError, export_policy, run_exported
@@ -148,31 +147,34 @@ def export(args: argparse.Namespace, factory: Any) -> int:
     if args.checkpoint.is_dir():
         if args.out is not None and args.out.suffix:
             raise ValueError(f"--out {args.out}: with a run directory, --out names a folder")
-        folder = args.out or args.checkpoint
-        targets = [(c, folder / (c.stem.replace("checkpoint", "policy", 1) + suffix))
-                   for c in checkpoints_to_judge(args.checkpoint)]
-    else:
-        if args.out is not None and args.out.suffix != suffix:
-            raise ValueError(f"--out {args.out}: a {args.format} policy file ends in {suffix}")
-        targets = [(args.checkpoint, args.out or args.checkpoint.parent / f"policy{suffix}")]
-    documents = [load_checkpoint(c) for c, _ in targets]  # all read before anything is written
-    codes = [export_one(args, factory, checkpoint, document, out)
-             for (checkpoint, out), document in zip(targets, documents)]
+    elif args.out is not None and args.out.suffix != suffix:
+        raise ValueError(f"--out {args.out}: a {args.format} policy file ends in {suffix}")
+    checkpoints = run_checkpoints(args.checkpoint)  # all read, and from one run, before anything is written
+
+    def target(checkpoint: Path) -> Path:
+        if args.checkpoint.is_dir():
+            return (args.out or args.checkpoint) / exported_name(checkpoint, suffix)
+        return args.out or checkpoint.parent / f"policy{suffix}"
+
+    first = checkpoints[0][1]
+    # One run, so one env serves every checkpoint: the metadata is config and model facts, and
+    # each verification rollout starts from a reset.
+    env = factory(first["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
+                  overrides=dict(first["env_overrides"]))
+    try:
+        codes = [export_one(args, env, checkpoint, document, target(checkpoint)) for checkpoint, document in checkpoints]
+    finally:
+        env.close()
     return max(codes)
 
 
-def export_one(args: argparse.Namespace, factory: Any, checkpoint: Path, document: dict[str, Any], out: Path) -> int:
-    env = factory(document["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
-                  overrides=dict(document["env_overrides"]))
-    try:
-        agent = load_policy(document, env)
-        metadata = deployment_metadata(env, document, checkpoint)
-        sidecar = export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], out, args.format,
-                                metadata)
-        if args.verify_steps > 0:
-            observations, torch_actions = rollout_observations(env, agent, args.verify_steps)
-    finally:
-        env.close()
+def export_one(args: argparse.Namespace, env: Any, checkpoint: Path, document: dict[str, Any], out: Path) -> int:
+    agent = load_policy(document, env)
+    metadata = deployment_metadata(env, document, checkpoint)
+    sidecar = export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], out, args.format,
+                            metadata)
+    if args.verify_steps > 0:
+        observations, torch_actions = rollout_observations(env, agent, args.verify_steps)
     print(f"unilab-export: {out} ({args.format}) and {sidecar}: task={metadata['task']} algo={metadata['algo']} "
           f"obs={metadata['input']['shape'][1]} actions={metadata['output']['shape'][1]} "
           f"control_dt={metadata['control_dt']} fingerprint={metadata['task_fingerprint'][:19]}...")

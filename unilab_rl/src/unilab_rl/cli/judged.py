@@ -40,12 +40,49 @@ class Judged:
         return self.task, self.backend, self.algo, self.env_overrides
 
 
+def kept_files(folder: Path, stem: str, suffix: str) -> list[Path]:
+    """What a run kept, in training order: ``<stem>-<S>s<suffix>`` by S, then ``<stem><suffix>``
+    (checkpoints as the runner names them; exported policies as ``unilab-export`` does)."""
+    timed = sorted((seconds, p) for p in folder.glob(f"{stem}-*s{suffix}")
+                   if (seconds := snapshot_seconds(p.name, stem, suffix)) is not None)
+    return [p for _, p in timed] + [p for p in [folder / f"{stem}{suffix}"] if p.is_file()]
+
+
+def exported_name(checkpoint: Path, suffix: str) -> str:
+    """``checkpoint-90s.pt`` exported is ``policy-90s<suffix>``; ``checkpoint.pt`` is ``policy<suffix>``."""
+    return "policy" + checkpoint.stem.removeprefix("checkpoint") + suffix
+
+
+def check_one_run(items: list[tuple[Path, Any]], flag: str, path: Path) -> None:
+    """Refuse ``items`` ((file, its run's identity) pairs) that do not all come from one run,
+    naming the first file that does not."""
+    first_file, first = items[0]
+    for file, identity in items[1:]:
+        if identity != first:
+            raise CheckpointError(f"{flag} {path}: {file.name} is from another run than {first_file.name} "
+                                  "(task, backend, algorithm or env overrides differ)")
+
+
+def run_checkpoints(path: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """A checkpoint, or a run directory's checkpoints, each read, and all checked to come from
+    one run, before any is used."""
+    if path.is_dir():
+        files = kept_files(path, "checkpoint", ".pt")
+        if not files:
+            raise CheckpointError(f"--checkpoint {path}: a run directory without checkpoint.pt or snapshots "
+                                  "(checkpoint-<S>s.pt)")
+    else:
+        files = [path]
+    loaded = [(file, load_checkpoint(file)) for file in files]
+    check_one_run([(file, tuple(d[k] for k in ("task", "backend", "algo", "env_overrides"))) for file, d in loaded],
+                  "--checkpoint", path)
+    return loaded
+
+
 def judged_checkpoints(path: Path) -> list[Judged]:
-    """A checkpoint, or a run directory's checkpoints; every one is read and checked before any
-    is judged."""
+    """A checkpoint, or a run directory's checkpoints (``run_checkpoints``), to judge."""
     found = []
-    for file in checkpoints_to_judge(path):
-        document = load_checkpoint(file)
+    for file, document in run_checkpoints(path):
 
         def acting(env: Any, document: dict[str, Any] = document) -> Callable[[dict[str, Any]], Any]:
             agent = load_policy(document, env)
@@ -54,69 +91,36 @@ def judged_checkpoints(path: Path) -> list[Judged]:
         counters = document["counters"]
         found.append(Judged("checkpoint", file, document["task"], document["algo"], document["backend"],
                             dict(document["env_overrides"]), int(counters["env_steps"]), counters["wall_s"], acting))
-    for judged in found[1:]:
-        if judged.run_identity() != found[0].run_identity():
-            raise CheckpointError(f"--checkpoint {path}: {judged.path.name} is from another run than "
-                                  f"{found[0].path.name} (task, backend, algorithm or env overrides differ)")
     return found
-
-
-def checkpoints_to_judge(path: Path) -> list[Path]:
-    """A checkpoint file, or a run directory: its snapshots by training time, then its final
-    ``checkpoint.pt``."""
-    if not path.is_dir():
-        return [path]
-    snapshots = sorted((seconds, p) for p in path.glob("checkpoint-*s.pt")
-                       if (seconds := snapshot_seconds(p.name)) is not None)
-    found = [p for _, p in snapshots] + [p for p in [path / "checkpoint.pt"] if p.is_file()]
-    if not found:
-        raise CheckpointError(f"--checkpoint {path}: a run directory without checkpoint.pt or snapshots "
-                              "(checkpoint-<S>s.pt)")
-    return found
-
-
-def exports_to_judge(path: Path) -> list[Path]:
-    """An exported policy file, or a folder of them as ``unilab-export --checkpoint RUN_DIR``
-    writes: ``policy-<S>s.<ext>`` by training time, then ``policy.<ext>``, all of one format."""
-    from unilab_rl.export import SUFFIXES
-
-    if not path.is_dir():
-        return [path]
-    found = {}
-    for suffix in SUFFIXES.values():
-        timed = sorted((seconds, p) for p in path.glob(f"policy-*s{suffix}")
-                       if (seconds := _exported_snapshot_seconds(p.name, suffix)) is not None)
-        files = [p for _, p in timed] + [p for p in [path / f"policy{suffix}"] if p.is_file()]
-        if files:
-            found[suffix] = files
-    if len(found) != 1:
-        raise ValueError(f"--policy {path}: expected exported policies of one format (policy-<S>s.onnx ... "
-                         f"policy.onnx, or .pt), found {sorted(found) or 'none'}")
-    return next(iter(found.values()))
-
-
-def _exported_snapshot_seconds(name: str, suffix: str) -> float | None:
-    """``policy-90s.onnx`` is ``checkpoint-90s.pt`` exported: its training time, else None."""
-    return snapshot_seconds("checkpoint" + name.removeprefix("policy").removesuffix(suffix) + ".pt")
 
 
 def judged_exports(path: Path) -> list[Judged]:
-    """Every exported policy ``path`` names, each checked before any is judged; a folder's must
-    come from one run (task, backend, algorithm and env overrides)."""
-    found = [judged_export(file) for file in exports_to_judge(path)]
-    for judged in found[1:]:
-        if judged.run_identity() != found[0].run_identity():
-            raise ValueError(f"--policy {path}: {judged.path.name} is from another run than {found[0].path.name}")
-    return found
+    """An exported policy file, or a folder of them as ``unilab-export --checkpoint RUN_DIR``
+    writes them (``kept_files`` with stem ``policy``, all of one format), each checked before any
+    is judged and all from one run."""
+    from unilab_rl.export import SUFFIXES
+
+    files = [path]
+    if path.is_dir():
+        found = {suffix: kept for suffix in SUFFIXES.values() if (kept := kept_files(path, "policy", suffix))}
+        if len(found) != 1:
+            raise ValueError(f"--policy {path}: expected exported policies of one format (policy-<S>s.onnx ... "
+                             f"policy.onnx, or .pt), found {sorted(found) or 'none'}")
+        files = next(iter(found.values()))
+    judged = [judged_export(file) for file in files]
+    check_one_run([(j.path, j.run_identity()) for j in judged], "--policy", path)
+    return judged
 
 
 def judged_export(path: Path) -> Judged:
     """An exported policy file, refused with a message naming what does not fit."""
     from unilab_rl.cli.export import METADATA_FORMAT, task_fingerprint
-    from unilab_rl.export import load_exported, read_metadata
+    from unilab_rl.export import SUFFIXES, check_export_packages, load_exported, read_metadata
 
     if not path.is_file():
         raise ValueError(f"--policy {path}: no such file")
+    if path.suffix == SUFFIXES["onnx"]:
+        check_export_packages("onnx")  # reading ONNX metadata needs onnx: an ExportError naming the extra
     try:
         metadata = read_metadata(path)
     except (OSError, RuntimeError, ValueError) as error:  # not ONNX, not TorchScript, no metadata
