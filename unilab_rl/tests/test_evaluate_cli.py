@@ -69,15 +69,21 @@ def test_training_overrides_of_terms_the_play_variant_removed_are_dropped_and_re
     assert "dropped: curriculum.command_ranges.params.stages, events.push.interval_range_s" in capsys.readouterr().out
 
 
-def test_a_run_directory_is_judged_snapshot_by_snapshot_in_training_order(g1_checkpoint, tmp_path, capsys):
+def _run_with_snapshots(checkpoint, tmp_path):
+    """A run directory holding the checkpoint as two snapshots (7.5 s, 90 s) and a final one (120 s)."""
     from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
 
     run = tmp_path / "run"
     run.mkdir()
-    document = load_checkpoint(g1_checkpoint)
+    document = load_checkpoint(checkpoint)
     for name, wall_s in [("checkpoint-90s.pt", 90.0), ("checkpoint-7.5s.pt", 7.5), ("checkpoint.pt", 120.0)]:
         document["counters"]["wall_s"] = wall_s
         save_checkpoint(run / name, document)
+    return run
+
+
+def test_a_run_directory_is_judged_snapshot_by_snapshot_in_training_order(g1_checkpoint, tmp_path, capsys):
+    run = _run_with_snapshots(g1_checkpoint, tmp_path)
     (run / "checkpoint-later.pt").write_bytes(b"not a snapshot name: left alone")
     out = tmp_path / "eval"
     assert eval_cli.main(["--checkpoint", str(run), "--out", str(out), "--no-plot", *QUICK]) == 1
@@ -200,15 +206,9 @@ def test_a_file_that_is_not_an_exported_policy_is_bad_input(g1_checkpoint, tmp_p
 
 
 def test_a_run_directory_exported_then_judged_by_its_policy_files_over_time(g1_checkpoint, tmp_path, capsys):
-    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
     from unilab_rl.cli import export as export_cli
 
-    run = tmp_path / "run"
-    run.mkdir()
-    document = load_checkpoint(g1_checkpoint)
-    for name, wall_s in [("checkpoint-90s.pt", 90.0), ("checkpoint-7.5s.pt", 7.5), ("checkpoint.pt", 120.0)]:
-        document["counters"]["wall_s"] = wall_s
-        save_checkpoint(run / name, document)
+    run = _run_with_snapshots(g1_checkpoint, tmp_path)
     assert export_cli.main(["--checkpoint", str(run), "--out", str(tmp_path / "one.pt")]) == 2  # a folder's --out
     assert "with a run directory, --out names a folder" in capsys.readouterr().err
     assert export_cli.main(["--checkpoint", str(run), "--format", "torchscript", "--verify-steps", "4"]) == 0
