@@ -3,7 +3,8 @@
 50 Hz control (decimation 4 of the scene's 0.005 s), 10 s episodes or the clip's end
 (a time-out). The command tracks 14 bodies, the torso as anchor; the reference starts each
 episode at an adaptively sampled frame. Observations, rewards (std, weights), terminations
-and reset/push noise follow mjlab 1.6's G1 tracking task. Default clip: a forward walk from
+and reset/push noise follow mjlab 1.6's G1 tracking task, but for how the policy is held to the
+clip's world position (``ANCHOR_POS_NOISE``, ``STD``/``WEIGHTS`` of ``anchor_pos``, below). Default clip: a forward walk from
 the pinned clip set; ``commands.motion.clips=[...]`` takes pinned names or clip files.
 Variants are plain functions editing the default config.
 """
@@ -50,9 +51,19 @@ UNDESIRED_CONTACT_BODIES = (
     "left_shoulder_roll_link", "left_shoulder_yaw_link", "left_elbow_link", "left_wrist_roll_link",
     "left_wrist_pitch_link", "right_shoulder_pitch_link", "right_shoulder_roll_link", "right_shoulder_yaw_link",
     "right_elbow_link", "right_wrist_roll_link", "right_wrist_pitch_link")
-STD = {"anchor_pos": 0.3, "anchor_ori": 0.4, "body_pos": 0.3, "body_ori": 0.4, "body_lin_vel": 1.0,
+# The whole body's drift from the clip in the world frame is held down by two settings that
+# differ from mjlab's. The policy sees the reference anchor's position (where the clip's torso is
+# relative to the robot's) with uniform noise of +-0.05 m, not +-0.25 m: mjlab's noise (std 14 cm)
+# is larger than the 2-9 cm drift the policy must correct, so it learns to ignore the signal. And
+# the anchor-position reward is 2.0 * exp(-e^2 / 0.15^2), not 0.5 * exp(-e^2 / 0.3^2), whose
+# slope at a few cm is too small to act on. With mjlab's values FastSAC tracked the default clip
+# at 20-25 mm root-relative but 85 mm in the world frame after 3 and 6 minutes on an H200; with
+# these, 36.5 mm at 4 minutes and 31.6 mm at 6. The cost: a policy leaning on that signal needs a
+# state estimator good to a few cm (``g1_motion_tracking_no_state_estimation`` does without).
+ANCHOR_POS_NOISE = (-0.05, 0.05)
+STD = {"anchor_pos": 0.15, "anchor_ori": 0.4, "body_pos": 0.3, "body_ori": 0.4, "body_lin_vel": 1.0,
        "body_ang_vel": 3.14}
-WEIGHTS = {"anchor_pos": 0.5, "anchor_ori": 0.5, "body_pos": 1.0, "body_ori": 1.0, "body_lin_vel": 1.0,
+WEIGHTS = {"anchor_pos": 2.0, "anchor_ori": 0.5, "body_pos": 1.0, "body_ori": 1.0, "body_lin_vel": 1.0,
            "body_ang_vel": 1.0, "action_rate": -0.1, "joint_limits": -10.0, "undesired_contacts": -0.1}
 
 
@@ -61,7 +72,7 @@ def _policy_terms(noisy: bool, state_estimation: bool = True) -> dict[str, ObsTe
     ref = {"command_name": COMMAND}
     terms = {
         "command": ObsTermCfg(func=obs.generated_commands, params=ref),
-        "motion_anchor_pos_b": ObsTermCfg(func=trk_obs.motion_anchor_pos_b, params=ref, noise=n(-0.25, 0.25)),
+        "motion_anchor_pos_b": ObsTermCfg(func=trk_obs.motion_anchor_pos_b, params=ref, noise=n(*ANCHOR_POS_NOISE)),
         "motion_anchor_ori_b": ObsTermCfg(func=trk_obs.motion_anchor_ori_b, params=ref, noise=n(-0.05, 0.05)),
         "base_lin_vel": ObsTermCfg(func=obs.base_lin_vel, noise=n(-0.5, 0.5)),
         "base_ang_vel": ObsTermCfg(func=obs.base_ang_vel, noise=n(-0.2, 0.2)),
