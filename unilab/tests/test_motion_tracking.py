@@ -159,3 +159,23 @@ def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make
     assert short[3] is None and short[0] < short[1] < short[2]
     assert report["passed"] is (all(c["passed"] for c in report["cases"]))
     assert motion.assigned is None  # released: training samples again
+
+
+def test_the_walk_run_variant_tracks_every_pinned_walk_and_run_clip_and_is_judged_per_clip(make_env):
+    from unilab.assets.motion import PINNED_CLIP_GROUPS
+    from unilab.evaluation import task_evaluation
+    from unilab.registry import task_config
+
+    walk_run = sorted(n for n, group in PINNED_CLIP_GROUPS.items() if group == "WalkandRun")
+    assert len(walk_run) == 17 and "fallAndGetUp1_subject1" not in walk_run
+    assert list(task_config("g1_motion_tracking_walk_run").commands["motion"].clips) == walk_run
+    evaluation = task_evaluation("g1_motion_tracking_walk_run", {"envs_per_clip": 1})
+    assert evaluation.task == "g1_motion_tracking_walk_run_play" and evaluation.num_envs() == 17
+    env = make_env(task=evaluation.task, num_envs=evaluation.num_envs())
+    motion = env.command_manager.term("motion")
+    assert motion.library.num_clips == 17 and env.cfg.commands["motion"].sampling == "start"
+    report = evaluation.run(env, lambda obs: torch.zeros(env.num_envs, env.action_dim))
+    assert [c["clip"] for c in report["cases"]] == walk_run
+    # A zero policy falls within the first second of every clip: each case is judged on its own.
+    assert all(c["success_rate"] == 0.0 and not c["passed"] for c in report["cases"])
+    assert not report["passed"]

@@ -65,7 +65,7 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
     train_args.apply_preset(args)
     assert (args.task, args.backend, args.algo, args.num_envs) == ("g1_walk_flat", "mujoco", "flashsac", 64)
     args = train_cli.build_parser().parse_intermixed_args(["--preset", "walk_fast"])
-    with pytest.raises(train_cli.UsageError, match=r"unknown preset 'walk_fast'; valid: \['gpu_track', 'gpu_walk'\]"):
+    with pytest.raises(train_cli.UsageError, match=r"unknown preset 'walk_fast'; valid: \['gpu_track', 'gpu_track_walk_run', 'gpu_walk'\]"):
         train_args.apply_preset(args)
 
 
@@ -105,12 +105,13 @@ def test_the_summary_gives_the_median_rate_of_the_intervals_that_learned():
 
 
 @pytest.mark.parametrize("algo", ["fastsac", "flashsac"])
-def test_the_tracking_preset_lets_actions_reach_every_joint_angle_of_its_default_clip(algo):
+@pytest.mark.parametrize("name", ["gpu_track", "gpu_track_walk_run"])
+def test_a_tracking_preset_lets_actions_reach_every_joint_angle_of_its_clips(name, algo):
     # Both algorithms squash actions into [-action_scale, action_scale]; the PD targets
-    # offset + scale * action must cover the clip's joint angles, or no policy can track it.
+    # offset + scale * action must cover the clips' joint angles, or no policy can track them.
     from unilab import make_manager_based_rl_env
 
-    preset = PRESETS["gpu_track"]
+    preset = PRESETS[name]
     tokens = dict(t.split("=", 1) for t in preset.overrides[algo])
     env = make_manager_based_rl_env(preset.task, backend="mujoco", num_envs=1)
     try:

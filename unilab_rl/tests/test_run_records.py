@@ -102,7 +102,7 @@ def test_help_shows_defaults_and_lists_tasks_backends_and_algorithms(capsys):
         train_cli.build_parser(TASKS, ["fake"]).parse_args(["--help"])
     shown = capsys.readouterr().out
     for text in ("tasks: fake_task, other_task", "backends: fake", "algorithms: fastsac, flashsac",
-                 "presets: gpu_track, gpu_walk", "default g1_walk_flat", "default mujoco", "default flashsac", "default 64",
+                 "presets: gpu_track, gpu_track_walk_run, gpu_walk", "default g1_walk_flat", "default mujoco", "default flashsac", "default 64",
                  "default 0", "default runs/train", "rewards.velocity.weights.alive=2", "3 the learner diverged"):
         assert text in shown, text
     assert run_train(["--list-tasks"]) == 0

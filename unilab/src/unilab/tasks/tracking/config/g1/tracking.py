@@ -3,9 +3,11 @@
 50 Hz control (decimation 4 of the scene's 0.005 s), 10 s episodes or the clip's end
 (a time-out). The command tracks 14 bodies, the torso as anchor; the reference starts each
 episode at an adaptively sampled frame. Observations, rewards (std, weights), terminations
-and reset/push noise follow mjlab 1.6's G1 tracking task, but for how the policy is held to the
-clip's world position (``ANCHOR_POS_NOISE``, ``STD``/``WEIGHTS`` of ``anchor_pos``, below). Default clip: a forward walk from
-the pinned clip set; ``commands.motion.clips=[...]`` takes pinned names or clip files.
+and reset/push noise follow mjlab 1.6's G1 tracking task, except for how the policy is held
+to the clip's world position (``ANCHOR_POS_NOISE`` and the ``anchor_pos`` entries of ``STD``
+and ``WEIGHTS``, below). Default clip: a forward walk from the pinned clip set;
+``commands.motion.clips=[...]`` takes pinned names or clip files, and
+``g1_motion_tracking_walk_run`` tracks the 17 walk, jog and turn clips of that set.
 Variants are plain functions editing the default config.
 """
 
@@ -143,9 +145,18 @@ def g1_motion_tracking_dr() -> EnvCfg:
     return cfg
 
 
-def g1_motion_tracking_play() -> EnvCfg:
-    """Evaluation: no observation noise, no pushes, no reset noise, every clip from its start."""
+def g1_motion_tracking_walk_run() -> EnvCfg:
+    """The 17 walk, jog and turn clips of the pinned set (``WalkandRun``) in one library, drawn
+    with equal weight; start frames are sampled adaptively over every clip's bins."""
+    from unilab.assets.motion import PINNED_CLIP_GROUPS  # the names only; clips load with the command
+
     cfg = g1_motion_tracking()
+    cfg.commands[COMMAND].clips = tuple(sorted(n for n, group in PINNED_CLIP_GROUPS.items() if group == "WalkandRun"))
+    return cfg
+
+
+def _play(cfg: EnvCfg) -> EnvCfg:
+    """Evaluation: no observation noise, no pushes, no reset noise, every clip from its start."""
     cfg.observations["policy"].enable_corruption = False
     cfg.events.pop("push")
     cfg.events["reset_from_motion"].params = {"command_name": COMMAND}
@@ -154,16 +165,36 @@ def g1_motion_tracking_play() -> EnvCfg:
     return cfg
 
 
+def g1_motion_tracking_play() -> EnvCfg:
+    return _play(g1_motion_tracking())
+
+
+def g1_motion_tracking_walk_run_play() -> EnvCfg:
+    return _play(g1_motion_tracking_walk_run())
+
+
+def _evaluation(play_task: str, training_cfg: EnvCfg) -> MotionEvaluation:
+    """Every clip of the library from its start; clip overrides change the library, so the
+    evaluation counts them when it is built (``eval.num_clips=K`` for a K-clip library)."""
+    return MotionEvaluation(MotionEvaluationCfg(task=play_task, command_name=COMMAND,
+                                                num_clips=len(training_cfg.commands[COMMAND].clips)))
+
+
 def g1_motion_tracking_evaluation() -> MotionEvaluation:
-    """Every clip of the default library from its start; clip overrides change the library, so
-    the evaluation counts them when it is built (``eval.num_clips=K`` for a K-clip library)."""
-    return MotionEvaluation(MotionEvaluationCfg(task="g1_motion_tracking_play", command_name=COMMAND,
-                                                num_clips=len(g1_motion_tracking().commands[COMMAND].clips)))
+    return _evaluation("g1_motion_tracking_play", g1_motion_tracking())
+
+
+def g1_motion_tracking_walk_run_evaluation() -> MotionEvaluation:
+    return _evaluation("g1_motion_tracking_walk_run_play", g1_motion_tracking_walk_run())
 
 
 register_task("g1_motion_tracking", g1_motion_tracking)
 register_task("g1_motion_tracking_no_state_estimation", g1_motion_tracking_no_state_estimation)
 register_task("g1_motion_tracking_dr", g1_motion_tracking_dr)
 register_task("g1_motion_tracking_play", g1_motion_tracking_play)
+register_task("g1_motion_tracking_walk_run", g1_motion_tracking_walk_run)
+register_task("g1_motion_tracking_walk_run_play", g1_motion_tracking_walk_run_play)
 register_evaluation(["g1_motion_tracking", "g1_motion_tracking_no_state_estimation", "g1_motion_tracking_dr",
                      "g1_motion_tracking_play"], g1_motion_tracking_evaluation)
+register_evaluation(["g1_motion_tracking_walk_run", "g1_motion_tracking_walk_run_play"],
+                    g1_motion_tracking_walk_run_evaluation)
