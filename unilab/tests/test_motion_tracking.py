@@ -135,11 +135,14 @@ def test_a_tracking_step_with_resets_makes_no_host_sync_on_mjwarp(make_env, clip
 
 def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make_env, clip_file, tmp_path):
     from unilab.evaluation import task_evaluation
+    from unilab.registry import task_config
 
     second = str(save_clip(synthetic_clip(frames=60, name="fk_short"), tmp_path / "fk_short.npz"))
-    evaluation = task_evaluation("g1_motion_tracking", {"num_clips": 2, "envs_per_clip": 2})
-    env = make_env(task=evaluation.task, num_envs=evaluation.num_envs(),
-                   overrides={"commands.motion.clips": [clip_file, second]})
+    overrides = {"commands.motion.clips": [clip_file, second]}
+    evaluation = task_evaluation("g1_motion_tracking", {"envs_per_clip": 2})
+    assert evaluation.num_envs() == 2  # the task's own library: one clip
+    evaluation = evaluation.fitted(task_config(evaluation.task, overrides))  # the run's library: two
+    env = make_env(task=evaluation.task, num_envs=evaluation.num_envs(), overrides=overrides)
     motion = env.command_manager.term("motion")
     frames = []
     policy = lambda obs: frames.append(motion.frame.clone()) or torch.zeros(env.num_envs, env.action_dim)

@@ -120,18 +120,22 @@ def test_a_tracking_run_over_time_carries_its_success_rate_and_mpkpe(tmp_path, c
     from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
 
     run = tmp_path / "run"
+    # Trained on a library of two pinned clips: the evaluation counts the run's clips, no option needed.
+    clips = "commands.motion.clips=['walk_forward_loop_002__A022','idle_turn_270_001__A048']"
     args = ["--task", "g1_motion_tracking", "--backend", "mujoco", "--algo", "fastsac", "--num-envs", "2", "--steps",
             "8", "--out", str(run), "--no-progress", "--no-tensorboard", "batch_size=8", "learning_starts=8",
-            "actor_width=16", "critic_width=16"]
+            "actor_width=16", "critic_width=16", clips]
     assert train_cli.main(args) == 0
     save_checkpoint(run / "checkpoint-1s.pt", load_checkpoint(run / "checkpoint.pt"))
     out = tmp_path / "eval"
     assert eval_cli.main(["--checkpoint", str(run), "--out", str(out), "--no-plot", "eval.envs_per_clip=1"]) == 1
     rows = json.loads((out / "over-time.json").read_text())["checkpoints"]
     assert [r["checkpoint"] for r in rows] == ["checkpoint-1s.pt", "checkpoint.pt"]
-    for row in rows:  # an 8-step policy falls off the clip: 0% success, a large error
+    for row in rows:  # an 8-step policy falls off the clips: 0% success, a large error
         overall = row["mujoco"]["overall"]
-        assert overall["success_rate"] == 0.0 and overall["mpkpe_mm"] > 10.0
+        assert overall["success_rate"] == 0.0 and overall["mpkpe_mm"] > 10.0 and row["mujoco"]["cases"] == 2
+    cases = json.loads((out / "checkpoint" / "report.json").read_text())["reports"]["mujoco"]["cases"]
+    assert [c["clip"] for c in cases] == ["walk_forward_loop_002__A022", "idle_turn_270_001__A048"]
     assert "success_rate 0" in capsys.readouterr().out
 
 

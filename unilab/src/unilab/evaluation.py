@@ -26,11 +26,16 @@ class TaskEvaluation(Protocol):
     JSON-able report with at least ``passed`` (bool) and ``cases`` (list of dicts).
     ``summary_line(case)``: one human-readable line of a case. ``plot(reports, path)``:
     a PNG of reports keyed by a label (e.g. the backend). ``with_options(options)``: the same
-    protocol with some of its parameters changed (validated; unknown names are refused)."""
+    protocol with some of its parameters changed (validated; unknown names are refused).
+    ``fitted(env_cfg)``: the protocol for the env config it will run on (``task`` with a run's
+    overrides), for a protocol whose cases come from the env (tracking: one per clip of the
+    library, which a clip override changes); others return themselves."""
 
     task: str
 
     def with_options(self, options: dict[str, Any]) -> TaskEvaluation: ...
+
+    def fitted(self, env_cfg: Any) -> TaskEvaluation: ...
 
     def num_envs(self) -> int: ...
 

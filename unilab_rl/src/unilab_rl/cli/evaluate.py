@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def evaluate(args: argparse.Namespace) -> int:
     from unilab.evaluation import task_evaluation
+    from unilab.registry import task_config
 
     tokens = parse_tokens(args.overrides)
     options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
@@ -79,6 +80,7 @@ def evaluate(args: argparse.Namespace) -> int:
     if not backends or len(set(backends)) != len(backends):
         raise ValueError(f"--backends {args.backends!r}: expected distinct comma-separated backend names")
     overrides, dropped = _env_overrides(evaluation.task, first.env_overrides, tokens)
+    evaluation = evaluation.fitted(task_config(evaluation.task, overrides))
     over_time = []
     for subject in subjects:
         reports = _judge(subject, evaluation, backends, overrides, args)

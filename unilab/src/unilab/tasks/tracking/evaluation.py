@@ -37,22 +37,30 @@ class MotionEvaluationCfg(BaseModel):
 
     task: str
     command_name: str
-    num_clips: int = Field(ge=1)
     envs_per_clip: int = Field(default=16, ge=1)
     min_success: float = Field(default=0.95, ge=0.0, le=1.0)
     max_mpkpe_mm: float = Field(default=40.0, gt=0.0)
 
 
 class MotionEvaluation:
-    def __init__(self, cfg: MotionEvaluationCfg) -> None:
+    """``num_clips``: the size of the clip library it runs on, counted from the env config by
+    ``fitted`` (the task's own library until then)."""
+
+    def __init__(self, cfg: MotionEvaluationCfg, num_clips: int) -> None:
+        if num_clips < 1:
+            raise ValueError(f"num_clips: expected >= 1, got {num_clips}")
         self.cfg = cfg
         self.task = cfg.task
+        self.num_clips = num_clips
 
     def num_envs(self) -> int:
-        return self.cfg.num_clips * self.cfg.envs_per_clip
+        return self.num_clips * self.cfg.envs_per_clip
 
     def with_options(self, options: dict[str, Any]) -> MotionEvaluation:
-        return MotionEvaluation(updated_config(self.cfg, options))
+        return MotionEvaluation(updated_config(self.cfg, options), self.num_clips)
+
+    def fitted(self, env_cfg: Any) -> MotionEvaluation:
+        return MotionEvaluation(self.cfg, len(env_cfg.commands[self.cfg.command_name].clips))
 
     @torch.no_grad()
     def run(self, env: Any, policy: Policy) -> dict[str, Any]:
@@ -61,11 +69,11 @@ class MotionEvaluation:
         if not isinstance(term, MotionCommand):
             raise ValueError(f"command {cfg.command_name!r} is a {type(term).__name__}, not a MotionCommand")
         lib = term.library
-        if lib.num_clips != cfg.num_clips or env.num_envs != self.num_envs():
-            raise ValueError(f"env: the evaluation needs {cfg.num_clips} clips x {cfg.envs_per_clip} envs, "
+        if lib.num_clips != self.num_clips or env.num_envs != self.num_envs():
+            raise ValueError(f"env: the evaluation needs {self.num_clips} clips x {cfg.envs_per_clip} envs, "
                              f"the env has {lib.num_clips} clips and {env.num_envs} envs")
         dev, n = env.device, env.num_envs
-        clips = torch.arange(cfg.num_clips, device=dev).repeat_interleave(cfg.envs_per_clip)
+        clips = torch.arange(self.num_clips, device=dev).repeat_interleave(cfg.envs_per_clip)
         term.assign(clips)
         try:
             obs = env.reset()
@@ -105,9 +113,9 @@ class MotionEvaluation:
         cfg = self.cfg
         rows = []
         per_clip = torch.stack([torch.cat((succeeded[clips == c].float().mean().unsqueeze(0),
-                                           means[clips == c].mean(0))) for c in range(cfg.num_clips)]).tolist()
+                                           means[clips == c].mean(0))) for c in range(self.num_clips)]).tolist()
         # Pooled over the clip's envs; None for a quarter no env reached.
-        pooled = [(quarter_sums[clips == c].sum(0), quarter_steps[clips == c].sum(0)) for c in range(cfg.num_clips)]
+        pooled = [(quarter_sums[clips == c].sum(0), quarter_steps[clips == c].sum(0)) for c in range(self.num_clips)]
         by_quarter = [[1e3 * total / count if count else None for total, count in zip(t.tolist(), k.tolist())]
                       for t, k in pooled]
         for name, (success, mpkpe, rel, root, joint), quarters in zip(names, per_clip, by_quarter):

@@ -71,6 +71,9 @@ class VelocitySweep:
         """E.g. ``{"envs_per_command": 4, "seconds": 3}``."""
         return VelocitySweep(updated_config(self.cfg, options))
 
+    def fitted(self, env_cfg: Any) -> VelocitySweep:
+        return self  # the commands are the sweep's own, whatever the env's command ranges
+
     @torch.no_grad()
     def run(self, env: Any, policy: Policy) -> dict[str, Any]:
         cfg = self.cfg

@@ -174,10 +174,10 @@ def g1_motion_tracking_walk_run_play() -> EnvCfg:
 
 
 def _evaluation(play_task: str, training_cfg: EnvCfg) -> MotionEvaluation:
-    """Every clip of the library from its start; clip overrides change the library, so the
-    evaluation counts them when it is built (``eval.num_clips=K`` for a K-clip library)."""
-    return MotionEvaluation(MotionEvaluationCfg(task=play_task, command_name=COMMAND,
-                                                num_clips=len(training_cfg.commands[COMMAND].clips)))
+    """Every clip of the library from its start (a run's clip override changes the library:
+    ``fitted`` counts the clips of the env config it runs on)."""
+    return MotionEvaluation(MotionEvaluationCfg(task=play_task, command_name=COMMAND),
+                            len(training_cfg.commands[COMMAND].clips))
 
 
 def g1_motion_tracking_evaluation() -> MotionEvaluation:
