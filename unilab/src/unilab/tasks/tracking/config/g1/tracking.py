@@ -56,7 +56,7 @@ UNDESIRED_CONTACT_BODIES = (
 # The whole body's drift from the clip in the world frame is held down by two settings that
 # differ from mjlab's. The policy sees the reference anchor's position (where the clip's torso is
 # relative to the robot's) with uniform noise of +-0.05 m, not +-0.25 m: mjlab's noise (std 14 cm)
-# is larger than the 2-9 cm drift the policy must correct, so it learns to ignore the signal. And
+# is larger than the drift of a few cm the policy must correct (our reading: it learns to ignore it). And
 # the anchor-position reward is 2.0 * exp(-e^2 / 0.15^2), not 0.5 * exp(-e^2 / 0.3^2), whose
 # slope at a few cm is too small to act on. With mjlab's values FastSAC tracked the default clip
 # at 20-25 mm root-relative but 85 mm in the world frame after 3 and 6 minutes on an H200; with
