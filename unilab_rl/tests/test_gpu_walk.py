@@ -69,6 +69,21 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
         train_args.apply_preset(args)
 
 
+@pytest.mark.parametrize("algo", ["fastsac", "flashsac"])
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(name, algo, tmp_path):
+    # A preset's tokens are only checked when a run starts; a key one algorithm lacks or a bad
+    # value would otherwise surface on the GPU machine.
+    from unilab_rl.cli import train_plan
+
+    args = train_cli.build_parser().parse_intermixed_args(["--preset", name, "--algo", algo, "--out", str(tmp_path)])
+    train_args.apply_preset(args)
+    config = train_plan.prepare(args, [PRESETS[name].task], check_out=False)["algo_config"]
+    for key, value in (token.split("=", 1) for token in PRESETS[name].overrides_for(algo)):
+        if hasattr(config, key):
+            assert str(getattr(config, key)).lower() == value.lower() or getattr(config, key) == float(value), key
+
+
 @pytest.mark.parametrize("text", ["loss", "a<b", "a<inf", "<0.3", "a=3"])
 def test_a_malformed_goal_is_refused_naming_it(text):
     with pytest.raises(GoalError, match="--goal"):
