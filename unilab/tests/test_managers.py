@@ -97,3 +97,33 @@ def test_heading_envs_track_a_sampled_heading_with_a_clipped_p_controller(make_e
     err = wrap_to_pi(twist.heading_target - env.robot.heading_w)
     expected = (0.5 * err).clamp(*twist.ranges[2])
     assert torch.allclose(env.command_manager.term("twist").command[:, 2], expected, atol=1e-6)
+
+
+def test_single_axis_draws_keep_one_axis_in_its_range_and_zero_the_others(make_env):
+    env = make_env(overrides=["commands.twist.single_axis_fraction=1.0", "commands.twist.standing_fraction=0.0"])
+    twist = env.command_manager.term("twist")
+    draws = torch.cat([twist._draw(4096)[0] for _ in range(4)])
+    nonzero = draws != 0.0
+    assert (nonzero.sum(dim=1) == 1).all()
+    share = nonzero.float().mean(dim=0)  # each axis is the kept one about a third of the time
+    assert ((share - 1 / 3).abs() < 0.02).all(), share
+    lo, hi = twist.lo, twist.lo + twist.width
+    assert ((draws >= lo) & (draws <= hi) | ~nonzero).all()
+
+
+def test_a_partial_single_axis_fraction_leaves_the_other_draws_joint(make_env):
+    env = make_env(overrides=["commands.twist.single_axis_fraction=0.25"])
+    draws = env.command_manager.term("twist")._draw(16384)[0]
+    single = ((draws != 0.0).sum(dim=1) == 1).float().mean()
+    assert abs(float(single) - 0.25) < 0.02, single
+
+
+def test_without_single_axis_draws_the_command_stream_is_the_jointly_sampled_box(make_env):
+    # The option must not move the default's random stream (recorded behaviour depends on it).
+    env = make_env()
+    twist = env.command_manager.term("twist")
+    state = env.rng.get_state()
+    draws = twist._draw(64)[0]
+    env.rng.set_state(state)
+    u = torch.rand(64, 7, generator=env.rng, device=env.device)
+    assert torch.equal(draws, twist.lo + twist.width * u[:, :3])

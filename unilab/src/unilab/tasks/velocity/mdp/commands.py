@@ -3,9 +3,11 @@
 Resampling on timers is sync-free: every step draws candidates for all envs and
 ``torch.where`` keeps the ones whose timer expired, so no row list (host sync) is
 needed. Reset rows resample the same way through ``reset(done_mask)``, from the same
-step's candidates. Standing envs get a zero command; heading envs replace the yaw rate
-with a clipped P-controller on a sampled heading (re-evaluated every step from the
-current yaw). The command's tensors (and the curriculum's ranges) are updated in place, so
+step's candidates. Standing envs get a zero command; single-axis draws keep one of the three
+axes (chosen uniformly) and zero the other two, the commands a joystick mostly gives, which a
+box sampled jointly almost never does (a turn in place at 0.5 rad/s, say); heading envs
+replace the yaw rate with a clipped P-controller on a sampled heading (re-evaluated every
+step from the current yaw). The command's tensors (and the curriculum's ranges) are updated in place, so
 each keeps one storage for the env's life.
 """
 
@@ -76,6 +78,11 @@ class UniformVelocityCommand(CommandTerm):
         g, dev, cfg = self.env.rng, self.env.device, self.cfg
         u = torch.rand(n, 7, generator=g, device=dev)
         twist = self.lo + self.width * u[:, :3]
+        if cfg.single_axis_fraction > 0.0:  # drawn only when asked, so the default keeps its stream
+            v = torch.rand(n, 2, generator=g, device=dev)
+            kept_axis = (v[:, 1] * 3.0).long().clamp_(max=2)
+            other_axes = torch.arange(3, device=dev) != kept_axis[:, None]
+            twist = twist.masked_fill(other_axes & (v[:, :1] < cfg.single_axis_fraction), 0.0)
         standing = u[:, 3] < cfg.standing_fraction
         heading_env = (u[:, 4] < cfg.heading_fraction) if cfg.heading_command else torch.zeros_like(standing)
         h0, h1 = cfg.heading_range
@@ -135,6 +142,7 @@ class UniformVelocityCommandCfg(CommandTermCfg):
     ang_vel_z: Range = (-1.0, 1.0)
     resampling_time_range_s: TimeRange = (3.0, 8.0)
     standing_fraction: float = Field(default=0.1, ge=0.0, le=1.0)
+    single_axis_fraction: float = Field(default=0.0, ge=0.0, le=1.0)  # draws with one nonzero axis
     heading_command: bool = False  # yaw rate from a P-controller on a sampled heading
     heading_fraction: float = Field(default=0.3, ge=0.0, le=1.0)
     heading_stiffness: float = Field(default=0.5, ge=0.0)
