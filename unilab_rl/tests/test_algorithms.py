@@ -75,3 +75,28 @@ def test_flashsac_reward_scale_tracks_the_return_spread():
     # Returns approach 10 / (1 - gamma) = 1000; scaled returns must fit inside g_max.
     max_return = agent.return_scaler.running_return.abs().max()
     assert max_return / agent.return_scaler.scale() <= agent.config.g_max + 1e-4
+
+
+def test_polyak_update_moves_every_parameter_and_float_buffer_toward_the_source_by_tau():
+    from unilab_rl.learner import polyak_update, target_network
+
+    source = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.BatchNorm1d(7), torch.nn.Linear(7, 2))
+    target = target_network(source)
+    with torch.no_grad():
+        for tensor in [*source.parameters(), source[1].running_mean, source[1].running_var]:
+            tensor.add_(torch.randn_like(tensor))
+        source[1].num_batches_tracked.fill_(5)
+    before = [t.clone() for t in [*target.parameters(), target[1].running_mean, target[1].running_var]]
+    polyak_update(target, source, 0.25)
+    after = [*target.parameters(), target[1].running_mean, target[1].running_var]
+    wanted = [*source.parameters(), source[1].running_mean, source[1].running_var]
+    for old, new, src in zip(before, after, wanted, strict=True):
+        torch.testing.assert_close(new, 0.75 * old + 0.25 * src)
+    assert target[1].num_batches_tracked.item() == 0  # integer buffers are not averaged
+
+
+def test_polyak_update_refuses_networks_of_different_layouts():
+    from unilab_rl.learner import polyak_update
+
+    with pytest.raises(ValueError, match="polyak_update: target has 2 float tensors, source 4"):
+        polyak_update(torch.nn.Linear(3, 3), torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)), 0.1)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
+from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from unilab_rl.contract import ReplayBatch
 from unilab_rl.graphed_updates import CudaGraphUpdates, keep_capturable
@@ -55,9 +56,12 @@ def target_network(source: nn.Module) -> nn.Module:
 @torch.no_grad()
 def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     """target <- (1 - tau) * target + tau * source, for parameters and float buffers
-    (BatchNorm running statistics follow the same average)."""
-    for target_tensor, source_tensor in zip(_float_state(target), _float_state(source), strict=True):
-        target_tensor.lerp_(source_tensor, tau)
+    (BatchNorm running statistics follow the same average). torch's multi-tensor EMA: on a
+    GPU a few kernels for the whole network instead of one per tensor, every update."""
+    targets, sources = list(_float_state(target)), list(_float_state(source))
+    if len(targets) != len(sources):
+        raise ValueError(f"polyak_update: target has {len(targets)} float tensors, source {len(sources)}")
+    get_ema_multi_avg_fn(decay=1.0 - tau)(targets, sources, None)
 
 
 def _float_state(module: nn.Module) -> Iterator[torch.Tensor]:
