@@ -95,7 +95,8 @@ PRESETS: dict[str, TrainingPreset] = {
         description="G1 tracking its default clip on one GPU: MuJoCo Warp, 4096 envs, 9 minutes "
                     "(the walking preset's algorithm settings with the action range tracking needs)",
         # FastSAC by default: on an H200 it passed the tracking evaluation (100%, 36.5 mm) after
-        # 4 minutes; FlashSAC, whose entry here was tuned for walking, was 91-102 mm off at 3-4.
+        # 4 minutes; FlashSAC (gamma 0.99, target std 0.15: the walking entry's settings before
+        # they changed) was 91-102 mm off at 3-4.
         task="g1_motion_tracking", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
         overrides={"flashsac": _FLASHSAC_G1_TRACK + _TRACK_ACTION_RANGE, "fastsac": _FASTSAC_G1 + _TRACK_ACTION_RANGE},
         goals=_TRACK_GOALS,
