@@ -61,7 +61,8 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     targets, sources = list(_float_state(target)), list(_float_state(source))
     if len(targets) != len(sources):
         raise ValueError(f"polyak_update: target has {len(targets)} float tensors, source {len(sources)}")
-    get_ema_multi_avg_fn(decay=1.0 - tau)(targets, sources, None)
+    if targets:
+        get_ema_multi_avg_fn(decay=1.0 - tau)(targets, sources, None)
 
 
 def _float_state(module: nn.Module) -> Iterator[torch.Tensor]:

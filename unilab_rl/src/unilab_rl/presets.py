@@ -48,7 +48,7 @@ _FLASHSAC_G1 = (
 # Walking: FastSAC's horizon and exploration. With gamma 0.99 and a target std of 0.15 (an
 # entropy target of -13.9 nats over 29 joints), FlashSAC learned to stand: on an H200, after 5
 # minutes (8 updates per step), it stood still on every forward command of the velocity sweep,
-# its temperature down to 2e-4. With gamma 0.97 (FastSAC's) and a target std of 0.25 (0.03 nats
+# its temperature down to 1.7e-4. With gamma 0.97 (FastSAC's) and a target std of 0.25 (0.03 nats
 # per joint, about FastSAC's target of 0) it passed 14 of 17 commands at 7 and at 9 minutes
 # (one seed).
 _FLASHSAC_G1_WALK = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.25")
