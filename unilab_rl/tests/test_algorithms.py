@@ -100,3 +100,26 @@ def test_polyak_update_refuses_networks_of_different_layouts():
 
     with pytest.raises(ValueError, match="polyak_update: target has 2 float tensors, source 4"):
         polyak_update(torch.nn.Linear(3, 3), torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)), 0.1)
+
+
+@pytest.mark.slow  # torch.compile's first compile of two losses and their backward: about a minute on CPU
+def test_fastsac_compiled_losses_learn_what_the_eager_losses_learn():
+    runner = filled_runner("fastsac")
+    batches = [runner.replay.sample(32) for _ in range(4)]  # updates 0 and 2 also train the actor
+    agents, graphs = [], []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        _, _, agent = tiny_agent("fastsac", compile_losses=compiled)
+        torch.manual_seed(1)
+        before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        metrics = [agent.update(batch) for batch in batches]
+        graphs.append(torch._dynamo.utils.counters["stats"]["unique_graphs"] - before)
+        agents.append((agent, metrics))
+    assert graphs[0] == 0 and graphs[1] >= 2  # the eager run compiled nothing, the other both losses
+    (eager, eager_metrics), (compiled, compiled_metrics) = agents
+    for name in ("critic/loss", "critic/q_mean", "actor/loss", "actor/entropy"):
+        torch.testing.assert_close(compiled_metrics[2][name], eager_metrics[2][name], rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(compiled.actor.parameters(), eager.actor.parameters(), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(compiled.target_critic.parameters(), eager.target_critic.parameters(), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)

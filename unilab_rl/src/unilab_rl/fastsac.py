@@ -10,7 +10,7 @@ the most pessimistic member, n-step returns, many updates per env step on large 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from pydantic import Field
@@ -44,6 +44,8 @@ from unilab_rl.symmetry import batch_mirrors
 
 
 class FastSACConfig(OffPolicyConfig):
+    changeable_on_resume: ClassVar[frozenset[str]] = OffPolicyConfig.changeable_on_resume | {"compile_losses"}
+
     gamma: float = Field(0.97, gt=0.0, le=1.0)
     batch_size: int = Field(8192, ge=2)
     updates_per_step: float = Field(8.0, gt=0.0)
@@ -61,6 +63,9 @@ class FastSACConfig(OffPolicyConfig):
     target_entropy_per_dim: float = Field(0.0, description="target entropy = action_dim * this")
     weight_decay: float = Field(1e-3, ge=0.0)
     normalize_observations: bool = True
+    compile_losses: bool = Field(
+        False, description="torch.compile each update's loss math (normalization, sampling, the C51 target "
+        "and projection, the losses) around the networks, as one graph per loss with its backward")
 
 
 class FastSAC:
@@ -102,6 +107,10 @@ class FastSAC:
             self.actor.compile()
             self.critic.compile()
             self.target_critic.compile()
+        # The losses take their sampling noise as an input, so a compiled loss draws nothing
+        # itself: it computes what the eager one computes from the same noise.
+        self.critic_loss = torch.compile(self._critic_loss) if config.compile_losses else self._critic_loss
+        self.actor_loss = torch.compile(self._actor_loss) if config.compile_losses else self._actor_loss
 
     def _actor_input(self, obs: torch.Tensor) -> torch.Tensor:
         return self.actor_obs_normalizer.normalize(obs) if self.config.normalize_observations else obs
@@ -136,38 +145,54 @@ class FastSAC:
         return scheduled_sac_update(self, batch, self.config.policy_period)
 
     def update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
-        cfg = self.config
-        obs = self._critic_input(batch.obs[CRITIC_GROUP])
-        next_obs = self._critic_input(batch.next_obs[CRITIC_GROUP])
-        with autocast_context(self.device, cfg.amp):
-            with torch.no_grad():
-                next_mean, next_log_std = self.actor(self._actor_input(batch.next_obs[POLICY_GROUP]))
-                next_action, next_log_prob = squashed_sample(
-                    next_mean, next_log_std, torch.randn_like(next_mean), cfg.action_scale)
-                next_probs = self.target_critic(next_obs, next_action).float().softmax(-1)  # (E, B, atoms)
-                entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
-                target_probs = pessimistic_soft_target(next_probs, self.support, batch.reward, batch.discount,
-                                                       entropy_bonus, cfg.v_min, cfg.v_max)
-            log_probs = self.critic(obs, batch.action).float().log_softmax(-1)
-            critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
-        optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, cfg.max_grad_norm)
-        q_mean = (log_probs.detach().exp() * self.support).sum(-1).mean()
+        noise = torch.randn_like(batch.action)
+        critic_loss, q_mean = self.critic_loss(batch.obs[CRITIC_GROUP], batch.next_obs[CRITIC_GROUP],
+                                               batch.next_obs[POLICY_GROUP], batch.action, batch.reward,
+                                               batch.discount, noise)
+        optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, self.config.max_grad_norm)
         return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean}
 
-    def update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    def _critic_loss(self, critic_obs: torch.Tensor, next_critic_obs: torch.Tensor, next_policy_obs: torch.Tensor,
+                     action: torch.Tensor, reward: torch.Tensor, discount: torch.Tensor,
+                     noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-entropy of the critics against the pessimistic soft target, and the mean Q."""
         cfg = self.config
+        obs = self._critic_input(critic_obs)
+        next_obs = self._critic_input(next_critic_obs)
         with autocast_context(self.device, cfg.amp):
-            mean, log_std = self.actor(self._actor_input(batch.obs[POLICY_GROUP]))
-            action, log_prob = squashed_sample(mean, log_std, torch.randn_like(mean), cfg.action_scale)
-            with frozen(self.critic):
-                logits = self.critic(self._critic_input(batch.obs[CRITIC_GROUP]), action).float()
-            q = (logits.softmax(-1) * self.support).sum(-1).mean(0)  # ensemble average (FastSAC)
-            temperature = self.log_temperature.exp().detach()
-            actor_loss = (temperature * log_prob.float() - q).mean()
-        optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, cfg.max_grad_norm)
+            with torch.no_grad():
+                next_mean, next_log_std = self.actor(self._actor_input(next_policy_obs))
+                next_action, next_log_prob = squashed_sample(next_mean, next_log_std, noise, cfg.action_scale)
+                next_probs = self.target_critic(next_obs, next_action).float().softmax(-1)  # (E, B, atoms)
+                entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
+                target_probs = pessimistic_soft_target(next_probs, self.support, reward, discount,
+                                                       entropy_bonus, cfg.v_min, cfg.v_max)
+            log_probs = self.critic(obs, action).float().log_softmax(-1)
+            critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
+        q_mean = (log_probs.detach().exp() * self.support).sum(-1).mean()
+        return critic_loss, q_mean
+
+    def update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        noise = torch.randn_like(batch.action)
+        with frozen(self.critic):
+            actor_loss, log_prob = self.actor_loss(batch.obs[POLICY_GROUP], batch.obs[CRITIC_GROUP], noise)
+        optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, self.config.max_grad_norm)
         temperature_metrics = temperature_step(self.log_temperature, self.temperature_optimizer, log_prob,
                                                self.target_entropy, self.gradient_hook)
         return {"actor/loss": actor_loss.detach(), **temperature_metrics}
+
+    def _actor_loss(self, policy_obs: torch.Tensor, critic_obs: torch.Tensor,
+                    noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """SAC's actor loss on the ensemble-average Q (FastSAC), and the sampled actions' log-probability."""
+        cfg = self.config
+        with autocast_context(self.device, cfg.amp):
+            mean, log_std = self.actor(self._actor_input(policy_obs))
+            action, log_prob = squashed_sample(mean, log_std, noise, cfg.action_scale)
+            logits = self.critic(self._critic_input(critic_obs), action).float()
+            q = (logits.softmax(-1) * self.support).sum(-1).mean(0)
+            temperature = self.log_temperature.exp().detach()
+            actor_loss = (temperature * log_prob.float() - q).mean()
+        return actor_loss, log_prob
 
     # ---- checkpoint state -------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
