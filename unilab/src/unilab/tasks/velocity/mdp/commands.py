@@ -20,7 +20,7 @@ from pydantic import Field
 
 from unilab.config import CommandTermCfg, Range, TimeRange
 from unilab.managers.command import CommandTerm
-from unilab.math import wrap_to_pi
+from unilab.math import constant, wrap_to_pi
 
 
 class UniformVelocityCommand(CommandTerm):
@@ -81,7 +81,7 @@ class UniformVelocityCommand(CommandTerm):
         if cfg.single_axis_fraction > 0.0:  # drawn only when asked, so the default keeps its stream
             v = torch.rand(n, 2, generator=g, device=dev)
             kept_axis = (v[:, 1] * 3.0).long().clamp_(max=2)
-            other_axes = torch.arange(3, device=dev) != kept_axis[:, None]
+            other_axes = constant((0, 1, 2), dev, torch.int64) != kept_axis[:, None]
             twist = twist.masked_fill(other_axes & (v[:, :1] < cfg.single_axis_fraction), 0.0)
         standing = u[:, 3] < cfg.standing_fraction
         heading_env = (u[:, 4] < cfg.heading_fraction) if cfg.heading_command else torch.zeros_like(standing)
