@@ -95,6 +95,25 @@ def test_data_parallel_ranks_keep_the_cuda_graph_setting_they_are_given(tmp_path
     assert plan["algo_config"].cuda_graph is False
 
 
+def test_an_env_prefix_reaches_an_env_setting_that_an_algorithm_field_shadows():
+    from unilab_rl.algorithms import lookup
+    from unilab_rl.cli.overrides import split_overrides
+    from unilab_rl.runner import RunnerConfig
+
+    split = split_overrides(["env.cuda_graph=true", "cuda_graph=false", "env.rewards.velocity.weights.alive=2"],
+                            lookup("fastsac").config_class, RunnerConfig)
+    assert split.algo == {"cuda_graph": "false"}
+    assert split.env == {"cuda_graph": "true", "rewards.velocity.weights.alive": "2"}
+
+
+def test_an_env_prefixed_override_is_validated_by_the_env(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS + ["env.max_episode_length=12"]) == 0
+    assert load_checkpoint(out / "checkpoint.pt")["env_overrides"] == {"max_episode_length": "12"}
+    assert run_train(base_args(tmp_path / "bad") + TINY_TOKENS + ["env.walk_speed=3"]) == train_cli.EXIT_BAD_INPUT
+    assert "override 'walk_speed': unknown key" in capsys.readouterr().err
+
+
 def test_unknown_task_lists_the_valid_ones(tmp_path, capsys):
     assert run_train(base_args(tmp_path / "run", task="walk_on_moon")) == 2
     assert "unknown task 'walk_on_moon'; valid: fake_task, other_task" in capsys.readouterr().err

@@ -92,10 +92,14 @@ def doc_overrides() -> list[tuple[str, str, str]]:
 
 def check_override(token: str, task: str, algo: str | None = None) -> None:
     """The checks an override meets before anything is built: an algorithm or runner field
-    validates, ``eval.*`` is a protocol option, anything else resolves on the task's config."""
+    validates, ``eval.*`` is a protocol option, ``env.*`` and anything else resolve on the
+    task's config."""
     key, _, value = token.partition("=")
     if key.startswith("eval."):
         task_evaluation(task, {key.removeprefix("eval."): value})
+        return
+    if key.startswith("env."):  # the env's, even where an algorithm field has the same name
+        task_fingerprint(task, {key.removeprefix("env."): value})
         return
     for name, algorithm in ALGORITHMS.items():
         if algo not in (None, name):

@@ -2,8 +2,10 @@
 
 Routing: a key that names a field of the algorithm's config (optionally written
 ``algo.<field>``) goes to the algorithm config; a field of RunnerConfig (``runner.<field>``)
-to the runner; everything else is passed to the env factory, which validates it and lists
-the valid keys itself. Values stay strings; pydantic coerces them ("3e-4" -> float).
+to the runner; ``env.<key>`` and everything else to the env factory, which validates it and
+lists the valid keys itself. The ``env.`` prefix reaches an env setting whose name an
+algorithm field also has (``env.cuda_graph=true`` graphs the env step; ``cuda_graph`` alone is
+the learner's). Values stay strings; pydantic coerces them ("3e-4" -> float).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def split_overrides(tokens: list[str], algo_config: type[BaseModel], runner_conf
                 raise OverrideError(f"override {key!r}: unknown algorithm key {rest!r}; "
                                     f"valid: {', '.join(sorted(algo_config.model_fields))}")
             split.algo[rest] = value
+        elif prefix == "env" and rest:
+            split.env[rest] = value
         elif prefix == "runner":
             if rest not in runner_config.model_fields:
                 raise OverrideError(f"override {key!r}: unknown runner key {rest!r}; "
