@@ -93,7 +93,8 @@ PRESETS: dict[str, TrainingPreset] = {
     ),
     "gpu_track": TrainingPreset(
         description="G1 tracking its default clip on one GPU: MuJoCo Warp, 4096 envs, 9 minutes "
-                    "(the walking preset's algorithm settings with the action range tracking needs)",
+                    "(FastSAC as for walking, FlashSAC as measured on tracking, with the action range "
+                    "tracking needs)",
         # FastSAC by default: on an H200 it passed the tracking evaluation (100%, 36.5 mm) after
         # 4 minutes; FlashSAC (gamma 0.99, target std 0.15: the walking entry's settings before
         # they changed) was 91-102 mm off at 3-4.
