@@ -7,8 +7,8 @@ step's candidates. Standing envs get a zero command; single-axis draws keep one 
 axes (chosen uniformly) and zero the other two, the commands a joystick mostly gives, which a
 box sampled jointly almost never does (a turn in place at 0.5 rad/s, say); heading envs
 replace the yaw rate with a clipped P-controller on a sampled heading (re-evaluated every
-step from the current yaw). The command's tensors (and the curriculum's ranges) are updated in place, so
-each keeps one storage for the env's life.
+step from the current yaw). The command's tensors (and the curriculum's ranges) are updated
+in place, so each keeps one storage for the env's life.
 """
 
 from __future__ import annotations
