@@ -153,6 +153,53 @@ def test_snapshot_times_must_be_increasing_positive_seconds(given):
         RunnerConfig.model_validate({"snapshot_at_s": given})
 
 
+def test_snapshots_by_env_steps_are_kept_at_the_first_step_past_each_count(tmp_path):
+    runner = make_runner("fastsac", tmp_path)  # 8 envs: 8 env steps per vectorized step
+    runner.config = RunnerConfig(log_every=5, checkpoint_every=1000, snapshot_at_steps=(8, 20, 10**9))
+    runner.train(max_env_steps=12 * 8)
+    assert load_checkpoint(tmp_path / "checkpoint-8steps.pt")["counters"]["env_steps"] == 8
+    assert load_checkpoint(tmp_path / "checkpoint-20steps.pt")["counters"]["env_steps"] == 24
+    assert not (tmp_path / "checkpoint-1000000000steps.pt").exists()
+    # A resumed session counts on from the run's env steps: a count passed earlier is not
+    # taken again, a later one is.
+    (tmp_path / "checkpoint-8steps.pt").unlink()
+    runner.config = RunnerConfig(log_every=5, checkpoint_every=1000, snapshot_at_steps=(8, 120))
+    runner.train(max_env_steps=runner.env_steps + 6 * 8)
+    assert not (tmp_path / "checkpoint-8steps.pt").exists()
+    assert load_checkpoint(tmp_path / "checkpoint-120steps.pt")["counters"]["env_steps"] == 120
+
+
+def test_snapshots_by_env_steps_without_an_output_directory_are_refused_before_training():
+    runner = make_runner("fastsac", None)
+    runner.config = RunnerConfig(snapshot_at_steps=(80,))
+    with pytest.raises(ValueError, match="snapshot_at_steps: snapshots need an output directory"):
+        runner.train(max_env_steps=8)
+    assert runner.env_steps == 0
+
+
+def test_snapshot_counts_read_any_whole_number_notation():
+    assert RunnerConfig.model_validate({"snapshot_at_steps": "2e7,2.5e7, 30000000"}).snapshot_at_steps == (
+        20_000_000, 25_000_000, 30_000_000)
+    assert RunnerConfig.model_validate({"snapshot_at_steps": [10, 20.0]}).snapshot_at_steps == (10, 20)
+
+
+@pytest.mark.parametrize("given", ["30,20", "0,30", "2.5", "many", "20,20"])
+def test_snapshot_counts_must_be_increasing_positive_whole_numbers(given):
+    with pytest.raises(ValueError, match="snapshot_at_steps"):
+        RunnerConfig.model_validate({"snapshot_at_steps": given})
+
+
+@pytest.mark.parametrize("env_steps", [1, 200, 25_000_000])
+def test_a_step_snapshot_name_gives_back_its_count_and_is_no_time(env_steps):
+    from unilab_rl.runner import snapshot_env_steps, snapshot_name, snapshot_seconds, step_snapshot_name
+
+    name = step_snapshot_name(env_steps)
+    assert snapshot_env_steps(name) == env_steps and snapshot_seconds(name) is None
+    assert snapshot_env_steps(snapshot_name(90.0)) is None and snapshot_env_steps("checkpoint-1e6steps.pt") is None
+    exported = "policy" + name.removeprefix("checkpoint").removesuffix(".pt") + ".onnx"
+    assert snapshot_env_steps(exported, "policy", ".onnx") == env_steps and snapshot_env_steps(exported) is None
+
+
 @pytest.mark.parametrize("seconds", [90.0, 2.5, 1e-9, 1e6])
 def test_a_snapshot_name_gives_back_its_time(seconds):
     from unilab_rl.runner import snapshot_name, snapshot_seconds

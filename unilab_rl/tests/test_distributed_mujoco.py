@@ -19,7 +19,8 @@ def rank_worker(rank: int, port: int, out: str, results: str) -> None:
     def train() -> int:
         from unilab_rl.cli import train as train_cli
 
-        return train_cli.main([*ARGV, "--out", out])
+        # A snapshot by env steps (each rank counts its own 4 envs): only rank 0 writes it.
+        return train_cli.main([*ARGV, "runner.snapshot_at_steps=160", "--out", out])
 
     train_as_rank(rank, port, results, train)
 
@@ -32,7 +33,8 @@ def test_two_mujoco_ranks_average_gradients_and_stay_identical(tmp_path):
     # Different seeds per rank collect different data, yet the applied gradients are the average.
     for a, b in zip(first["last_critic_grads"], second["last_critic_grads"], strict=True):
         assert torch.equal(a, b)
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.jsonl", "run.json", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint-160steps.pt", "checkpoint.pt", "metrics.jsonl",
+                                                     "run.json", "summary.json"]
 
 
 def test_nproc_launches_torchrun_ranks_and_rank_zero_alone_writes(tmp_path):

@@ -70,14 +70,16 @@ def test_training_overrides_of_terms_the_play_variant_removed_are_dropped_and_re
 
 
 def _run_with_snapshots(checkpoint, tmp_path):
-    """A run directory holding the checkpoint as two snapshots (7.5 s, 90 s) and a final one (120 s)."""
+    """A run directory holding the checkpoint as two time snapshots (7.5 s, 90 s), one by env
+    steps (200, taken at 40 s, between them) and a final one (120 s)."""
     from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
 
     run = tmp_path / "run"
     run.mkdir()
     document = load_checkpoint(checkpoint)
-    for name, wall_s in [("checkpoint-90s.pt", 90.0), ("checkpoint-7.5s.pt", 7.5), ("checkpoint.pt", 120.0)]:
-        document["counters"]["wall_s"] = wall_s
+    for name, wall_s, env_steps in [("checkpoint-90s.pt", 90.0, 900), ("checkpoint-200steps.pt", 40.0, 200),
+                                    ("checkpoint-7.5s.pt", 7.5, 100), ("checkpoint.pt", 120.0, 1200)]:
+        document["counters"]["wall_s"], document["counters"]["env_steps"] = wall_s, env_steps
         save_checkpoint(run / name, document)
     return run
 
@@ -89,10 +91,13 @@ def test_a_run_directory_is_judged_snapshot_by_snapshot_in_training_order(g1_che
     assert eval_cli.main(["--checkpoint", str(run), "--out", str(out), "--no-plot", *QUICK]) == 1
     over_time = json.loads((out / "over-time.json").read_text())
     rows = over_time["checkpoints"]
-    assert [r["checkpoint"] for r in rows] == ["checkpoint-7.5s.pt", "checkpoint-90s.pt", "checkpoint.pt"]
-    assert [r["trained_wall_s"] for r in rows] == [7.5, 90.0, 120.0]
+    # The two kinds of snapshot interleave by the experience each holds.
+    assert [r["checkpoint"] for r in rows] == ["checkpoint-7.5s.pt", "checkpoint-200steps.pt", "checkpoint-90s.pt",
+                                               "checkpoint.pt"]
+    assert [r["trained_wall_s"] for r in rows] == [7.5, 40.0, 90.0, 120.0]
+    assert [r["trained_env_steps"] for r in rows] == [100, 200, 900, 1200]
     assert all(r["mujoco"]["cases"] == 17 for r in rows)
-    for name in ("checkpoint-7.5s", "checkpoint-90s", "checkpoint"):
+    for name in ("checkpoint-7.5s", "checkpoint-200steps", "checkpoint-90s", "checkpoint"):
         assert json.loads((out / name / "report.json").read_text())["reports"]["mujoco"]["cases"]
     assert "over training time" in capsys.readouterr().out
 
@@ -216,12 +221,13 @@ def test_a_run_directory_exported_then_judged_by_its_policy_files_over_time(g1_c
     assert export_cli.main(["--checkpoint", str(run), "--out", str(tmp_path / "one.pt")]) == 2  # a folder's --out
     assert "with a run directory, --out names a folder" in capsys.readouterr().err
     assert export_cli.main(["--checkpoint", str(run), "--format", "torchscript", "--verify-steps", "4"]) == 0
-    assert sorted(p.name for p in run.glob("policy*.pt")) == ["policy-7.5s.pt", "policy-90s.pt", "policy.pt"]
+    assert sorted(p.name for p in run.glob("policy*.pt")) == ["policy-200steps.pt", "policy-7.5s.pt", "policy-90s.pt",
+                                                              "policy.pt"]
     out = tmp_path / "eval"
     assert eval_cli.main(["--policy", str(run), "--out", str(out), "--no-plot", *QUICK]) == 1
     rows = json.loads((out / "over-time.json").read_text())["checkpoints"]
-    assert [r["checkpoint"] for r in rows] == ["policy-7.5s.pt", "policy-90s.pt", "policy.pt"]
-    assert [r["trained_wall_s"] for r in rows] == [7.5, 90.0, 120.0]
+    assert [r["checkpoint"] for r in rows] == ["policy-7.5s.pt", "policy-200steps.pt", "policy-90s.pt", "policy.pt"]
+    assert [r["trained_wall_s"] for r in rows] == [7.5, 40.0, 90.0, 120.0]
     assert json.loads((out / "policy-90s" / "report.json").read_text())["policy"] == str(run / "policy-90s.pt")
     assert "over training time" in capsys.readouterr().out
 

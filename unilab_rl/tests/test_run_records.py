@@ -49,7 +49,8 @@ def test_the_run_record_holds_the_resolved_configuration_and_provenance(tmp_path
     trained = load_checkpoint(tmp_path / "run" / "checkpoint.pt")["algo_config"]
     assert record["algo_config"] == json.loads(json.dumps(trained))  # every field, as validated
     assert record["runner_config"] == {"log_every": 4, "checkpoint_every": 1000, "timing_sample_every": 3,
-                                       "snapshot_at_s": [], "overlap_learning": False}
+                                       "snapshot_at_s": [], "snapshot_at_steps": [],
+                                       "overlap_learning": False}
     assert record["env_overrides"] == {"max_episode_length": "10"}
     assert record["goals"] == ["collector/episode_return>-100"]
     assert record["versions"]["torch"] and "unilab-rl" in record["versions"]

@@ -34,6 +34,11 @@ class RunnerConfig(BaseModel):
     snapshot_at_s: tuple[float, ...] = Field((), description="seconds of training (this session's clock, "
                                              "from its first step) after which a copy of the learner is kept "
                                              "as checkpoint-<S>s.pt, to judge how soon a run learned")
+    snapshot_at_steps: tuple[int, ...] = Field((), description="env steps of the run (summed over envs, "
+                                               "resumed sessions included) after which a copy of the learner "
+                                               "is kept as checkpoint-<N>steps.pt: the same judgement by "
+                                               "experience, so runs at different speeds (several seeds "
+                                               "sharing a GPU) compare")
     overlap_learning: bool = Field(False, description="CUDA only: run the updates on a stream of their own "
                                    "while the next env step runs; the acting policy is one update round stale")
 
@@ -41,9 +46,17 @@ class RunnerConfig(BaseModel):
     @classmethod
     def _from_command_line(cls, value: object) -> object:
         """``runner.snapshot_at_s=90,180`` (brackets optional) arrives as one string."""
-        if isinstance(value, str):
-            return tuple(part for part in value.strip("()[] ").replace(" ", "").split(",") if part)
-        return value
+        return _listed(value)
+
+    @field_validator("snapshot_at_steps", mode="before")
+    @classmethod
+    def _steps_from_command_line(cls, value: object) -> object:
+        """``runner.snapshot_at_steps=2e7,3e7`` arrives as one string; whole numbers in any
+        notation are step counts (what is not a number is left for the field to refuse)."""
+        parts = _listed(value)
+        if not isinstance(parts, (list, tuple)):
+            return parts
+        return tuple(_whole_number(part) for part in parts)
 
     @field_validator("snapshot_at_s")
     @classmethod
@@ -52,10 +65,48 @@ class RunnerConfig(BaseModel):
             raise ValueError(f"expected strictly increasing positive seconds, got {value}")
         return value
 
+    @field_validator("snapshot_at_steps")
+    @classmethod
+    def _increasing_positive_steps(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(n <= 0 for n in value) or list(value) != sorted(set(value)):
+            raise ValueError(f"expected strictly increasing positive env-step counts, got {value}")
+        return value
+
+
+def _listed(value: object) -> object:
+    """"90,180" or "[90, 180]" -> ("90", "180"); anything else unchanged."""
+    if isinstance(value, str):
+        return tuple(part for part in value.strip("()[] ").replace(" ", "").split(",") if part)
+    return value
+
+
+def _whole_number(part: object) -> object:
+    """25e6 or "2.5e7" -> 25000000; anything else unchanged."""
+    try:
+        number = float(part)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return part
+    return int(number) if number.is_integer() else part
+
 
 def snapshot_name(seconds: float) -> str:
     """checkpoint-90s.pt, checkpoint-2.5s.pt: the time the snapshot was due, not when it was taken."""
     return f"checkpoint-{seconds:g}s.pt"
+
+
+def step_snapshot_name(env_steps: int) -> str:
+    """checkpoint-25000000steps.pt: the env-step count the snapshot was due at; the checkpoint
+    holds the count it was taken at (the first vectorized step at or past it)."""
+    return f"checkpoint-{env_steps}steps.pt"
+
+
+def snapshot_env_steps(name: str, stem: str = "checkpoint", suffix: str = ".pt") -> int | None:
+    """The due env-step count a snapshot's file name gives (``step_snapshot_name`` read back),
+    else None; an exported snapshot keeps the name with its own stem and suffix."""
+    if not (name.startswith(f"{stem}-") and name.endswith(f"steps{suffix}")):
+        return None
+    digits = name.removeprefix(f"{stem}-").removesuffix(f"steps{suffix}")
+    return int(digits) if digits.isdigit() else None
 
 
 def snapshot_seconds(name: str, stem: str = "checkpoint", suffix: str = ".pt") -> float | None:
@@ -149,6 +200,10 @@ class OffPolicyRunner:
         snapshots_due = list(self.config.snapshot_at_s)
         if snapshots_due and self.out_dir is None:
             raise ValueError("runner.snapshot_at_s: snapshots need an output directory (--out)")
+        # A resumed run kept the counts it had passed in its earlier sessions.
+        step_snapshots_due = [n for n in self.config.snapshot_at_steps if n > self.env_steps]
+        if step_snapshots_due and self.out_dir is None:
+            raise ValueError("runner.snapshot_at_steps: snapshots need an output directory (--out)")
         bar = self._progress_bar(max_env_steps, max_seconds) if progress else None
         start = time.perf_counter()
         self.session_started_at = start
@@ -183,6 +238,8 @@ class OffPolicyRunner:
                 self.save(self.out_dir / "checkpoint.pt")
             while snapshots_due and time.perf_counter() - start >= snapshots_due[0]:
                 self.save(self.out_dir / snapshot_name(snapshots_due.pop(0)))
+            while step_snapshots_due and self.env_steps >= step_snapshots_due[0]:
+                self.save(self.out_dir / step_snapshot_name(step_snapshots_due.pop(0)))
         self.join_learner()
         wall_s = time.perf_counter() - start
         if interval_steps:

@@ -13,16 +13,17 @@ push interval) is dropped and listed in the report; ``eval.KEY=VALUE`` changes a
 each (sim-to-sim), one table. Writes ``report.json`` and ``report.png`` under ``--out``.
 
 ``--checkpoint RUN_DIR`` judges a whole run: the snapshots ``runner.snapshot_at_s`` kept
-(``checkpoint-<S>s.pt``, by training time), then the final ``checkpoint.pt``, each on fresh envs
-from the same seed. Each gets ``OUT/<checkpoint name>/report.json``; ``OUT/over-time.json`` and
-the printed table give the cases passed against training time.
+(``checkpoint-<S>s.pt``) and those of ``runner.snapshot_at_steps`` (``checkpoint-<N>steps.pt``),
+then the final ``checkpoint.pt``, in training order (by the env steps each holds), each on fresh
+envs from the same seed. Each gets ``OUT/<checkpoint name>/report.json``; ``OUT/over-time.json``
+and the printed table give the cases passed against training time and env steps.
 
 ``--policy FILE`` judges an exported policy (``unilab-export``: ONNX or TorchScript) instead, the
 file a deployment runs: the env comes from its metadata's task and env overrides, which must
 still have the fingerprint they had at export (else the task's meaning has changed since, and
 the figures would not be the policy's), and the env's policy observations must have the
 metadata's layout. The default backend is the one the policy trained on. ``--policy DIR`` judges
-the folder ``unilab-export --checkpoint RUN_DIR`` wrote (``policy-<S>s.<ext>`` by training time,
+the folder ``unilab-export --checkpoint RUN_DIR`` wrote (``policy-<S>s.<ext>``, ``policy-<N>steps.<ext>``,
 then ``policy.<ext>``), as a run directory's checkpoints are.
 
 Exit codes: 0 every backend's evaluation passed (of a run directory: the last checkpoint's), 1 it

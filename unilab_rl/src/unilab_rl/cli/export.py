@@ -4,8 +4,9 @@ metadata a deployment stack needs.
     unilab-export --checkpoint runs/g1/checkpoint.pt --format onnx      # -> runs/g1/policy.onnx + policy.json
     unilab-export --checkpoint runs/g1 --format torchscript             # every snapshot: policy-90s.pt, ..., policy.pt
 
-Given a run directory, every checkpoint it kept (the snapshots of ``runner.snapshot_at_s``,
-then ``checkpoint.pt``) is exported beside it, ``checkpoint-<S>s.pt`` as ``policy-<S>s.<ext>``
+Given a run directory, every checkpoint it kept (the snapshots of ``runner.snapshot_at_s`` and
+``runner.snapshot_at_steps``, then ``checkpoint.pt``) is exported beside it,
+``checkpoint-<S>s.pt`` as ``policy-<S>s.<ext>``, ``checkpoint-<N>steps.pt`` as ``policy-<N>steps.<ext>``
 (``--out`` then names a folder); ``unilab-eval --policy`` judges such files one by one.
 
 The graph maps raw "policy" observations to actions, normalization inside

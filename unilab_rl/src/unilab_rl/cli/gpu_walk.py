@@ -12,7 +12,8 @@ layout, ...), and so do ``key=value`` overrides, which win
 over the preset's (e.g. ``batch_size=16384 updates_per_step=1``); see ``unilab-train --help``.
 
 ``--eval`` then judges the run by the task's evaluation (``unilab-eval --checkpoint OUT/run``:
-the snapshots ``runner.snapshot_at_s`` kept, then the final checkpoint) into ``eval/`` (one
+the snapshots ``runner.snapshot_at_s`` and ``runner.snapshot_at_steps`` kept, then the final
+checkpoint) into ``eval/`` (one
 report per checkpoint and ``over-time.json``), so one command answers when the policy first
 passed; ``eval.KEY=VALUE`` tokens go to the evaluation (e.g. ``eval.envs_per_command=8``). Exit code: training's when it failed, else the evaluation's (0 passed, 1 some case
 failed at the last checkpoint).

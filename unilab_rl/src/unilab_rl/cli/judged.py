@@ -18,7 +18,7 @@ from typing import Any
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
 from unilab_rl.cli.play import load_policy
 from unilab_rl.contract import POLICY_GROUP
-from unilab_rl.runner import snapshot_seconds
+from unilab_rl.runner import snapshot_env_steps, snapshot_seconds
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,15 @@ class Judged:
 
 
 def kept_files(folder: Path, stem: str, suffix: str) -> list[Path]:
-    """What a run kept, in training order: ``<stem>-<S>s<suffix>`` by S, then ``<stem><suffix>``
-    (checkpoints as the runner names them; exported policies as ``unilab-export`` does)."""
+    """What a run kept: ``<stem>-<S>s<suffix>`` by S, ``<stem>-<N>steps<suffix>`` by N, then
+    ``<stem><suffix>`` (checkpoints as the runner names them; exported policies as
+    ``unilab-export`` does). Each kind is in training order; ``run_checkpoints`` orders the two
+    kinds of snapshot together by the env steps their checkpoints hold."""
     timed = sorted((seconds, p) for p in folder.glob(f"{stem}-*s{suffix}")
                    if (seconds := snapshot_seconds(p.name, stem, suffix)) is not None)
-    return [p for _, p in timed] + [p for p in [folder / f"{stem}{suffix}"] if p.is_file()]
+    stepped = sorted((steps, p) for p in folder.glob(f"{stem}-*steps{suffix}")
+                     if (steps := snapshot_env_steps(p.name, stem, suffix)) is not None)
+    return [p for _, p in timed] + [p for _, p in stepped] + [p for p in [folder / f"{stem}{suffix}"] if p.is_file()]
 
 
 def exported_name(checkpoint: Path, suffix: str) -> str:
@@ -70,13 +74,15 @@ def run_checkpoints(path: Path) -> list[tuple[Path, dict[str, Any]]]:
         files = kept_files(path, "checkpoint", ".pt")
         if not files:
             raise CheckpointError(f"--checkpoint {path}: a run directory without checkpoint.pt or snapshots "
-                                  "(checkpoint-<S>s.pt)")
+                                  "(checkpoint-<S>s.pt, checkpoint-<N>steps.pt)")
     else:
         files = [path]
     loaded = [(file, load_checkpoint(file)) for file in files]
     check_one_run([(file, tuple(d[k] for k in ("task", "backend", "algo", "env_overrides"))) for file, d in loaded],
                   "--checkpoint", path)
-    return loaded
+    # Training order across both kinds of snapshot: one run's env-step count only grows (a
+    # stable sort keeps the final checkpoint after a snapshot taken at its step).
+    return sorted(loaded, key=lambda item: int(item[1]["counters"]["env_steps"]))
 
 
 def judged_checkpoints(path: Path) -> list[Judged]:
@@ -104,12 +110,12 @@ def judged_exports(path: Path) -> list[Judged]:
     if path.is_dir():
         found = {suffix: kept for suffix in SUFFIXES.values() if (kept := kept_files(path, "policy", suffix))}
         if len(found) != 1:
-            raise ValueError(f"--policy {path}: expected exported policies of one format (policy-<S>s.onnx ... "
-                             f"policy.onnx, or .pt), found {sorted(found) or 'none'}")
+            raise ValueError(f"--policy {path}: expected exported policies of one format (policy-<S>s.onnx, "
+                             f"policy-<N>steps.onnx ... policy.onnx, or .pt), found {sorted(found) or 'none'}")
         files = next(iter(found.values()))
     judged = [judged_export(file) for file in files]
     check_one_run([(j.path, j.run_identity()) for j in judged], "--policy", path)
-    return judged
+    return sorted(judged, key=lambda j: j.env_steps)  # training order, as run_checkpoints
 
 
 def judged_export(path: Path) -> Judged:

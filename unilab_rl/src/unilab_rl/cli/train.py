@@ -149,9 +149,11 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
         raise UsageError(f"building the {args.algo} learner failed ({type(error).__name__}: {error}); check the "
                          "network overrides (actor_width, critic_width, ...)") from None
     identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
+    runner_config, out = plan["runner_config"], args.out
+    if rank is not None and not rank.is_main:  # the main rank writes the run, snapshots included
+        runner_config, out = runner_config.model_copy(update={"snapshot_at_s": (), "snapshot_at_steps": ()}), None
     try:
-        runner = OffPolicyRunner(env, agent, config, identity, args.out if rank is None or rank.is_main else None,
-                                 None, plan["runner_config"])
+        runner = OffPolicyRunner(env, agent, config, identity, out, None, runner_config)
     except ValueError as error:  # a runner setting this device cannot run (overlap_learning on the host)
         raise UsageError(str(error)) from None
     except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
