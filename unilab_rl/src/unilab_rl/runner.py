@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from unilab_rl.algo_config import OffPolicyConfig
 from unilab_rl.checkpoint import NonFiniteState, capture_rng_state, restore_rng_state, save_checkpoint
@@ -58,18 +58,12 @@ class RunnerConfig(BaseModel):
             return parts
         return tuple(_whole_number(part) for part in parts)
 
-    @field_validator("snapshot_at_s")
+    @field_validator("snapshot_at_s", "snapshot_at_steps")
     @classmethod
-    def _increasing_positive(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+    def _increasing_positive(cls, value: tuple[float, ...], info: ValidationInfo) -> tuple[float, ...]:
         if any(t <= 0 for t in value) or list(value) != sorted(set(value)):
-            raise ValueError(f"expected strictly increasing positive seconds, got {value}")
-        return value
-
-    @field_validator("snapshot_at_steps")
-    @classmethod
-    def _increasing_positive_steps(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if any(n <= 0 for n in value) or list(value) != sorted(set(value)):
-            raise ValueError(f"expected strictly increasing positive env-step counts, got {value}")
+            unit = "seconds" if info.field_name == "snapshot_at_s" else "env-step counts"
+            raise ValueError(f"expected strictly increasing positive {unit}, got {value}")
         return value
 
 
