@@ -139,15 +139,19 @@ def build_env(factory: EnvFactory, args: argparse.Namespace, device: str | None,
 
 
 def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan: dict[str, Any],
-                   rank: distributed.RankInfo | None) -> tuple[Any, OffPolicyRunner]:
+                   rank: distributed.RankInfo | None, phases: dict[str, float]) -> tuple[Any, OffPolicyRunner]:
     """The learner and the runner (the replay buffer is allocated here), the checkpoint's
-    state loaded; memory and shape errors become a UsageError naming the argument."""
+    state loaded; memory and shape errors become a UsageError naming the argument. Adds the
+    seconds each took to ``phases`` (``learner_s``, ``replay_and_runner_s``)."""
     config = plan["algo_config"]
+    started = time.perf_counter()
     try:
         agent = build_agent(args.algo, spec, config, spec.device)
     except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
         raise UsageError(f"building the {args.algo} learner failed ({type(error).__name__}: {error}); check the "
                          "network overrides (actor_width, critic_width, ...)") from None
+    phases["learner_s"] = time.perf_counter() - started
+    started = time.perf_counter()
     identity = RunIdentity(args.task, args.backend, args.algo, args.seed, plan["env_overrides"])
     runner_config, out = plan["runner_config"], args.out
     if rank is not None and not rank.is_main:  # the main rank writes the run, snapshots included
@@ -161,6 +165,7 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
         raise UsageError(f"allocating the replay buffer failed: --num-envs {args.num_envs} x "
                          f"replay_capacity_per_env={config.replay_capacity_per_env} = {transitions} transitions "
                          f"({type(error).__name__}: {str(error).splitlines()[0]}); lower either") from None
+    phases["replay_and_runner_s"] = time.perf_counter() - started  # a resumed state's loading is in other_s
     document = plan["document"]
     if document is not None:
         trained = document["spec"]
@@ -211,9 +216,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         apply_thread_policy(spec.device, args.torch_threads)
         if rank is not None:
             distributed.start(rank, spec.device)
-        learning_started = time.perf_counter()
-        agent, runner = build_learning(env, spec, args, plan, rank)
-        startup_phases["learner_and_replay_s"] = time.perf_counter() - learning_started
+        agent, runner = build_learning(env, spec, args, plan, rank, startup_phases)
         # From here a SIGINT/SIGTERM stops the run at its first step with a checkpoint (the
         # files below, and a data-parallel peer still starting, may come after the signal).
         stopper = StopOnSignal(runner)
