@@ -94,22 +94,27 @@ def step_snapshot_name(env_steps: int) -> str:
     return f"checkpoint-{env_steps}steps.pt"
 
 
+def _snapshot_mark(name: str, stem: str, suffix: str, unit: str) -> str | None:
+    """The text between ``<stem>-`` and ``<unit><suffix>`` in a snapshot's file name, else None."""
+    head, tail = f"{stem}-", f"{unit}{suffix}"
+    if not (name.startswith(head) and name.endswith(tail)) or len(name) < len(head) + len(tail):
+        return None
+    return name[len(head):len(name) - len(tail)]
+
+
 def snapshot_env_steps(name: str, stem: str = "checkpoint", suffix: str = ".pt") -> int | None:
     """The due env-step count a snapshot's file name gives (``step_snapshot_name`` read back),
     else None; an exported snapshot keeps the name with its own stem and suffix."""
-    if not (name.startswith(f"{stem}-") and name.endswith(f"steps{suffix}")):
-        return None
-    digits = name.removeprefix(f"{stem}-").removesuffix(f"steps{suffix}")
-    return int(digits) if digits.isdigit() else None
+    mark = _snapshot_mark(name, stem, suffix, "steps")
+    return int(mark) if mark is not None and mark.isdigit() else None
 
 
 def snapshot_seconds(name: str, stem: str = "checkpoint", suffix: str = ".pt") -> float | None:
     """The due time a snapshot's file name gives (``snapshot_name`` read back), else None; an
     exported snapshot keeps the name with its own stem and suffix (``policy-90s.onnx``)."""
-    if not (name.startswith(f"{stem}-") and name.endswith(f"s{suffix}")):
-        return None
+    mark = _snapshot_mark(name, stem, suffix, "s")
     try:
-        return float(name.removeprefix(f"{stem}-").removesuffix(f"s{suffix}"))
+        return None if mark is None else float(mark)
     except ValueError:
         return None
 

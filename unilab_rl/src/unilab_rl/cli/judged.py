@@ -41,15 +41,15 @@ class Judged:
 
 
 def kept_files(folder: Path, stem: str, suffix: str) -> list[Path]:
-    """What a run kept: ``<stem>-<S>s<suffix>`` by S, ``<stem>-<N>steps<suffix>`` by N, then
-    ``<stem><suffix>`` (checkpoints as the runner names them; exported policies as
-    ``unilab-export`` does). Each kind is in training order; ``run_checkpoints`` orders the two
-    kinds of snapshot together by the env steps their checkpoints hold."""
-    timed = sorted((seconds, p) for p in folder.glob(f"{stem}-*s{suffix}")
-                   if (seconds := snapshot_seconds(p.name, stem, suffix)) is not None)
-    stepped = sorted((steps, p) for p in folder.glob(f"{stem}-*steps{suffix}")
-                     if (steps := snapshot_env_steps(p.name, stem, suffix)) is not None)
-    return [p for _, p in timed] + [p for _, p in stepped] + [p for p in [folder / f"{stem}{suffix}"] if p.is_file()]
+    """What a run kept: its snapshots ``<stem>-<S>s<suffix>`` and ``<stem>-<N>steps<suffix>``,
+    then ``<stem><suffix>`` (checkpoints as the runner names them; exported policies as
+    ``unilab-export`` does). Names cannot order the two kinds against each other, so the
+    callers order what they read by the env steps each holds (a stable sort: the final file
+    stays after a snapshot taken at its step)."""
+    snapshots = sorted(p for p in folder.glob(f"{stem}-*{suffix}")
+                       if snapshot_seconds(p.name, stem, suffix) is not None
+                       or snapshot_env_steps(p.name, stem, suffix) is not None)
+    return snapshots + [p for p in [folder / f"{stem}{suffix}"] if p.is_file()]
 
 
 def exported_name(checkpoint: Path, suffix: str) -> str:
@@ -80,8 +80,7 @@ def run_checkpoints(path: Path) -> list[tuple[Path, dict[str, Any]]]:
     loaded = [(file, load_checkpoint(file)) for file in files]
     check_one_run([(file, tuple(d[k] for k in ("task", "backend", "algo", "env_overrides"))) for file, d in loaded],
                   "--checkpoint", path)
-    # Training order across both kinds of snapshot: one run's env-step count only grows (a
-    # stable sort keeps the final checkpoint after a snapshot taken at its step).
+    # Training order: one run's env-step count only grows.
     return sorted(loaded, key=lambda item: int(item[1]["counters"]["env_steps"]))
 
 
