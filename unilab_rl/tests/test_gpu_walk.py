@@ -72,16 +72,26 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
 @pytest.mark.parametrize("algo", ["fastsac", "flashsac"])
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(name, algo, tmp_path):
-    # A preset's tokens are only checked when a run starts; a key one algorithm lacks or a bad
-    # value would otherwise surface on the GPU machine.
+    # A preset's tokens are only checked when a run starts; a key one algorithm lacks, an env
+    # key the task lacks or a bad value would otherwise surface on the GPU machine.
     from unilab_rl.cli import train_plan
+
+    from pydantic import TypeAdapter
+    from unilab.registry import task_config
 
     args = train_cli.build_parser().parse_intermixed_args(["--preset", name, "--algo", algo, "--out", str(tmp_path)])
     train_args.apply_preset(args)
-    config = train_plan.prepare(args, [PRESETS[name].task], check_out=False)["algo_config"]
+    plan = train_plan.prepare(args, [PRESETS[name].task], check_out=False)
+    config = plan["algo_config"]
+    env_config = task_config(PRESETS[name].task, plan["env_overrides"])  # the env's tokens, resolved as a build would
     for key, value in (token.split("=", 1) for token in PRESETS[name].overrides_for(algo)):
         if key in type(config).model_fields:  # the runner's tokens are checked by prepare itself
             assert getattr(config, key) == getattr(type(config).model_validate({key: value}), key), key
+        elif key in plan["env_overrides"]:
+            resolved = env_config
+            for part in key.split("."):
+                resolved = resolved[part] if isinstance(resolved, dict) else getattr(resolved, part)
+            assert resolved == TypeAdapter(type(resolved)).validate_python(value), key
 
 
 @pytest.mark.parametrize("text", ["loss", "a<b", "a<inf", "<0.3", "a=3"])
