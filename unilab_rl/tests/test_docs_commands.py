@@ -136,12 +136,17 @@ def check_command(command: str) -> None:
         captured: list[list[str]] = []
         judged: list[list[str]] = []
         original, original_eval = train_cli.main, eval_cli.main
+        original_seeds = gpu_walk_cli.seeds_cli.run_side_by_side
         train_cli.main = lambda a: captured.append(a) or 0
         eval_cli.main = lambda a: judged.append(a) or 0
+        # --seeds: check the command its first seed's process would run, in this process
+        gpu_walk_cli.seeds_cli.run_side_by_side = lambda seeds, out, a: gpu_walk_cli.main(
+            ["--out", str(out / f"seed-{seeds[0]}"), "--seed", str(seeds[0]), *a])
         try:
             assert gpu_walk_cli.main(argv[3:]) == 0
         finally:
             train_cli.main, eval_cli.main = original, original_eval
+            gpu_walk_cli.seeds_cli.run_side_by_side = original_seeds
         check_train_command(captured[0])
         for eval_argv in judged:  # --eval: what it hands unilab-eval parses there
             for token in eval_cli.build_parser().parse_args(eval_argv).overrides:

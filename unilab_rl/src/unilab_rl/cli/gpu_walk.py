@@ -17,6 +17,12 @@ checkpoint) into ``eval/`` (one
 report per checkpoint and ``over-time.json``), so one command answers when the policy first
 passed; ``eval.KEY=VALUE`` tokens go to the evaluation (e.g. ``eval.envs_per_command=8``). Exit code: training's when it failed, else the evaluation's (0 passed, 1 some case
 failed at the last checkpoint).
+
+``--seeds 0,1,2`` runs one such command per seed at once on the same machine (each its own
+process, under ``OUT/seed-K/``) and writes ``OUT/seeds.json``: per seed, its env steps and, with
+``--eval``, each kept checkpoint's env steps and cases passed. Seeds sharing a GPU each run at a
+fraction of one's throughput, so compare them at equal env steps (``runner.snapshot_at_steps``).
+Exit code: an error's if any seed had one, else 1 if any seed's last checkpoint failed, else 0.
 """
 
 from __future__ import annotations
@@ -27,19 +33,30 @@ import sys
 from pathlib import Path
 
 from unilab_rl.cli import evaluate as eval_cli
+from unilab_rl.cli import seeds as seeds_cli
 from unilab_rl.cli import train as train_cli
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m unilab_rl.cli.gpu_walk", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
                                      usage="%(prog)s [--out OUT] [unilab-train flags, e.g. --minutes M --algo A "
                                            "--nproc N] [key=value ...]")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/gpu_walk")),
                         help="output folder (default: $OUT, else runs/gpu_walk)")
     parser.add_argument("--eval", action="store_true",
                         help="after training, judge every kept checkpoint by the task's evaluation into OUT/eval")
+    parser.add_argument("--seeds", help="two or more seeds, comma-separated, run side by side (OUT/seed-K/)")
     args, rest = parser.parse_known_args(argv)
+    if args.seeds is not None:
+        try:
+            seeds = seeds_cli.parse_seeds(args.seeds)
+        except ValueError as error:
+            parser.error(str(error))
+        clashing = [flag for flag in ("--seed", "--nproc") if any(t == flag or t.startswith(flag + "=") for t in rest)]
+        if clashing:
+            parser.error(f"--seeds runs one process per seed: drop {' and '.join(clashing)}")
+        return seeds_cli.run_side_by_side(seeds, args.out, [*(["--eval"] if args.eval else []), *rest])
     eval_options = [token for token in rest if token.startswith("eval.")]
     if eval_options and not args.eval:
         parser.error(f"{' '.join(eval_options)}: evaluation options need --eval")

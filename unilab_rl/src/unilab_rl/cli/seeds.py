@@ -1,0 +1,118 @@
+"""Several seeds of one ``gpu_walk`` command, side by side on one machine, and the table that
+reads them together.
+
+Why side by side: one seed says little about a preset (on the walking task three FastSAC seeds
+ended at 17, 16 and 15 of 17 sweep commands), and a GPU that runs one training process has room
+for another at about half of each one's throughput. Seeds sharing a GPU collect fewer env steps
+per second, not different ones: updates per env step are set by the algorithm, so the runs are
+compared at equal env steps, which ``runner.snapshot_at_steps`` keeps.
+
+Each seed is its own process (``gpu_walk --seed K``) writing the usual layout under
+``OUT/seed-K/`` with its output in ``OUT/seed-K/log.txt``; ``OUT/seeds.json`` then holds, per
+seed, its exit code, env steps, throughput and, when judged (``--eval``), each checkpoint's
+env steps and cases passed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from unilab_rl.cli.metrics_sink import write_json_atomic
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` -> [0, 1, 2]; at least two distinct non-negative integers."""
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        seeds = []
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"--seeds {text!r}: expected two or more distinct non-negative integers, comma-separated "
+                         "(e.g. --seeds 0,1,2)")
+    return seeds
+
+
+def run_side_by_side(seeds: list[int], out: Path, argv: list[str]) -> int:
+    """Run ``gpu_walk --out OUT/seed-K --seed K ARGV`` for every seed at once, wait for all,
+    write and print the table. Exit code: an error's (>= 2) if any seed had one, else 1 if
+    any seed's evaluation failed, else 0."""
+    processes = []
+    for seed in seeds:
+        folder = out / f"seed-{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "unilab_rl.cli.gpu_walk", "--out", str(folder), "--seed", str(seed), *argv]
+        print(f"gpu_walk: seed {seed}: {' '.join(command[1:])} > {folder / 'log.txt'}", flush=True)
+        with (folder / "log.txt").open("w") as log:
+            processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        codes = [process.wait() for process in processes]
+    except KeyboardInterrupt:  # stop every seed, not only the one being waited on
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait()
+        raise
+    table = seed_table(out, seeds, codes)
+    write_json_atomic(out / "seeds.json", table)
+    for line in table_lines(table):
+        print(line, flush=True)
+    errors = [code for code in codes if code not in (0, 1)]
+    return max(errors) if errors else max(codes)
+
+
+def seed_table(out: Path, seeds: list[int], codes: list[int]) -> dict[str, Any]:
+    """What each seed's folder says: its summary and, when judged, its checkpoints."""
+    rows = []
+    for seed, code in zip(seeds, codes, strict=True):
+        folder = out / f"seed-{seed}"
+        summary = _read(folder / "summary.json") or {}
+        rows.append({"seed": seed, "exit_code": code, "env_steps": summary.get("env_steps"),
+                     "env_steps_per_s_learning": summary.get("median_env_steps_per_s_learning"),
+                     "checkpoints": _judged_checkpoints(folder / "eval")})
+    judged = [row for row in rows if row["checkpoints"]]
+    return {"seeds": rows, "judged": len(judged),
+            "passed_at_last_checkpoint": sum(row["checkpoints"][-1]["passed"] for row in judged)}
+
+
+def table_lines(table: dict[str, Any]) -> list[str]:
+    lines = []
+    for row in table["seeds"]:
+        cells = ", ".join(f"{_steps(c['env_steps'])} {c['cases_passed']}/{c['cases']}" for c in row["checkpoints"])
+        lines.append(f"gpu_walk: seed {row['seed']} (exit {row['exit_code']}): {cells or 'not judged'}")
+    if table["judged"]:
+        lines.append(f"gpu_walk: {table['passed_at_last_checkpoint']} of {table['judged']} judged seeds passed "
+                     "at their last checkpoint")
+    return lines
+
+
+def _steps(env_steps: int) -> str:
+    return f"{env_steps / 1e6:.1f}M env steps" if env_steps >= 100_000 else f"{env_steps} env steps"
+
+
+def _judged_checkpoints(folder: Path) -> list[dict[str, Any]]:
+    """Each judged checkpoint's env steps and cases passed over every backend it was judged
+    on, in training order: ``over-time.json`` when the run kept snapshots, else the one
+    ``report.json``."""
+    over_time = _read(folder / "over-time.json")
+    if over_time is not None:
+        return [_cell(row["checkpoint"], row["trained_env_steps"],
+                      [v for v in row.values() if isinstance(v, dict)]) for row in over_time["checkpoints"]]
+    report = _read(folder / "report.json")
+    if report is None:
+        return []
+    cells = [{"passed": r["passed"], "cases_passed": sum(c["passed"] for c in r["cases"]), "cases": len(r["cases"])}
+             for r in report["reports"].values()]
+    return [_cell(Path(report["checkpoint"]).name, report["trained_env_steps"], cells)]
+
+
+def _cell(name: str, env_steps: int, backends: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"checkpoint": name, "env_steps": int(env_steps), "passed": all(b["passed"] for b in backends),
+            "cases_passed": sum(b["cases_passed"] for b in backends), "cases": sum(b["cases"] for b in backends)}
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.is_file() else None

@@ -1,0 +1,80 @@
+"""gpu_walk --seeds: one process per seed at once, each in its own folder, read together by
+the env steps each judged checkpoint holds."""
+
+import json
+
+import pytest
+from unilab_rl.cli import gpu_walk, seeds
+
+TINY = ["--backend", "mujoco", "--device", "cpu", "--num-envs", "4", "--steps", "32", "--no-tensorboard",
+        "compile=false", "overlap_learning=false", "batch_size=16", "learning_starts=16", "actor_width=16",
+        "critic_width=16"]
+
+
+def test_seeds_train_side_by_side_each_in_its_folder_and_are_judged_together(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    argv = ["--seeds", "0,3", "--out", str(tmp_path), "--eval", *TINY, "runner.snapshot_at_steps=16",
+            "eval.envs_per_command=1", "eval.seconds=0.4", "eval.settle_s=0.1"]
+    assert gpu_walk.main(argv) == 1  # 32-step policies do not walk: judged, and they failed
+    for seed in (0, 3):  # each process trained its own seed
+        assert json.loads((tmp_path / f"seed-{seed}" / "run" / "run.json").read_text())["seed"] == seed
+    table = json.loads((tmp_path / "seeds.json").read_text())
+    assert [row["seed"] for row in table["seeds"]] == [0, 3] and [row["exit_code"] for row in table["seeds"]] == [1, 1]
+    for row in table["seeds"]:
+        assert row["env_steps"] == 32
+        assert [(c["checkpoint"], c["env_steps"], c["cases"]) for c in row["checkpoints"]] == [
+            ("checkpoint-16steps.pt", 16, 17), ("checkpoint.pt", 32, 17)]
+    assert (table["judged"], table["passed_at_last_checkpoint"]) == (2, 0)
+    assert "0 of 2 judged seeds passed at their last checkpoint" in capsys.readouterr().out
+
+
+def test_a_seed_that_cannot_start_gives_the_error_exit_code(tmp_path):
+    pytest.importorskip("unilab")
+    assert gpu_walk.main(["--seeds", "0,1", "--out", str(tmp_path), *TINY, "no_such_setting=1"]) == 2
+    assert "no_such_setting" in (tmp_path / "seed-1" / "log.txt").read_text()
+    table = json.loads((tmp_path / "seeds.json").read_text())
+    assert [row["checkpoints"] for row in table["seeds"]] == [[], []] and table["judged"] == 0
+
+
+def _judged(folder, rows):
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"env_steps": rows[-1][1], "median_env_steps_per_s_learning": 1.0}))
+    if len(rows) == 1:  # one checkpoint: unilab-eval writes only its report
+        name, steps, passed = rows[0]
+        cases = [{"passed": i < passed} for i in range(17)]
+        report = {"checkpoint": f"/run/{name}", "trained_env_steps": steps, "reports": {"mjwarp": {
+            "passed": passed == 17, "cases": cases}}}
+        (folder / "eval").mkdir()
+        (folder / "eval" / "report.json").write_text(json.dumps(report))
+        return
+    over_time = {"checkpoints": [{"checkpoint": name, "trained_wall_s": 1.0, "trained_env_steps": steps,
+                                  "mjwarp": {"passed": passed == 17, "cases_passed": passed, "cases": 17}}
+                                 for name, steps, passed in rows]}
+    (folder / "eval").mkdir()
+    (folder / "eval" / "over-time.json").write_text(json.dumps(over_time))
+
+
+def test_the_table_counts_seeds_by_their_last_judged_checkpoint(tmp_path):
+    _judged(tmp_path / "seed-0", [("checkpoint-15000000steps.pt", 15_003_648, 9), ("checkpoint.pt", 34_300_000, 17)])
+    _judged(tmp_path / "seed-1", [("checkpoint-15000000steps.pt", 15_003_648, 17), ("checkpoint.pt", 30_261_248, 16)])
+    _judged(tmp_path / "seed-2", [("checkpoint.pt", 30_175_232, 17)])
+    (tmp_path / "seed-4").mkdir()  # crashed before writing anything
+    table = seeds.seed_table(tmp_path, [0, 1, 2, 4], [0, 1, 0, 3])
+    assert [[c["cases_passed"] for c in row["checkpoints"]] for row in table["seeds"]] == [[9, 17], [17, 16], [17], []]
+    assert (table["judged"], table["passed_at_last_checkpoint"]) == (3, 2)
+    lines = seeds.table_lines(table)
+    assert lines[1] == "gpu_walk: seed 1 (exit 1): 15.0M env steps 17/17, 30.3M env steps 16/17"
+    assert lines[3] == "gpu_walk: seed 4 (exit 3): not judged" and lines[-1].startswith("gpu_walk: 2 of 3 judged")
+
+
+@pytest.mark.parametrize("text", ["1", "1,1", "a,2", "-1,2", ""])
+def test_bad_seeds_are_refused_naming_the_flag(text):
+    with pytest.raises(ValueError, match="--seeds"):
+        seeds.parse_seeds(text)
+
+
+@pytest.mark.parametrize("clash", [["--seed", "3"], ["--nproc", "2"], ["--seed=3"]])
+def test_seeds_refuse_a_single_seed_or_data_parallel_flag_and_run_nothing(tmp_path, clash, capsys):
+    with pytest.raises(SystemExit):
+        gpu_walk.main(["--seeds", "1,2", "--out", str(tmp_path / "out"), *clash])
+    assert "--seeds runs one process per seed" in capsys.readouterr().err and not (tmp_path / "out").exists()
