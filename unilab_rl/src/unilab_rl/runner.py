@@ -30,7 +30,7 @@ class RunnerConfig(BaseModel):
 
     log_every: int = Field(50, ge=1, description="vectorized env steps between log flushes")
     checkpoint_every: int = Field(5000, ge=1, description="vectorized env steps between checkpoints")
-    timing_sample_every: int = Field(10, ge=1, description="steps between device-synced phase timings")
+    timing_sample_every: int = Field(10, ge=1, description="steps between phase timings (CUDA events, no sync)")
     snapshot_at_s: tuple[float, ...] = Field((), description="seconds of training (this session's clock, "
                                              "from its first step) after which a copy of the learner is kept "
                                              "as checkpoint-<S>s.pt, to judge how soon a run learned")
@@ -274,12 +274,12 @@ class OffPolicyRunner:
         if len(self.replay) < max(self.algo_config.learning_starts, self.algo_config.batch_size):
             return
         self.update_credit += self.algo_config.updates_per_step
-        with self.timer.phase("learner"):
-            if self.learner_stream is None:
+        if self.learner_stream is None:
+            with self.timer.phase("learner"):
                 self._updates(exclude_next_write=False)
-            else:
-                with self.learner_stream.updates():
-                    self._updates(exclude_next_write=True)
+        else:  # timed on the learner's stream, where the updates run
+            with self.learner_stream.updates(), self.timer.phase("learner"):
+                self._updates(exclude_next_write=True)
 
     def _updates(self, exclude_next_write: bool) -> None:
         while self.update_credit >= 1.0:

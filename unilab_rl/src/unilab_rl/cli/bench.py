@@ -132,8 +132,8 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
                 runner.set_overlap_learning(True)
                 learn_overlapped.append(timed_rate(runner, args.seconds, learn=True))
                 runner.set_overlap_learning(False)
-        # Phase breakdown in a separate sample: synchronizing around every phase slows the
-        # loop, so it must not pollute the throughput samples above.
+        # Phase breakdown in a separate sample, learning after each step so that the phases run
+        # one after another and add up to the step (beside collection they overlap).
         runner.timer.sample_every = 1
         runner.timer.flush()
         timed_rate(runner, args.seconds, learn=True)
