@@ -44,6 +44,15 @@ def test_held_commands_survive_resets_and_a_fallen_env_counts_as_a_fall(make_env
     assert torch.equal(twist.command, torch.tensor([[0.5, 0.0, 0.0]] * 2 + [[0.0, 0.0, 1.0]] * 2))
 
 
+def test_the_torso_tilt_rate_is_measured_on_the_robot_while_it_is_up(make_env):
+    sweep = _sweep(seconds=0.6, settle_s=0.2)  # the G1 under a zero action falls after about 1.4 s
+    env = make_env(task="g1_walk_flat_play", num_envs=sweep.num_envs())
+    report = sweep.run(env, lambda obs: torch.zeros(env.num_envs, env.action_dim))
+    tilts = [c["tilt_rate_rms"] for c in report["cases"]]
+    assert [c["fall_rate"] for c in report["cases"]] == [0.0, 0.0]
+    assert all(0.0 < t < 10.0 for t in tilts)  # a collapsing robot rocks; a wiring slip reads 0 or None
+
+
 def test_a_case_passes_on_its_mean_velocity_and_fails_on_falls_or_error():
     sweep = _sweep(commands=[(0.5, 0.0, 0.0), (0.5, 0.0, 0.0), (0.0, 0.0, 1.0)], envs_per_command=2)
     commands = torch.tensor([[0.5, 0.0, 0.0]] * 4 + [[0.0, 0.0, 1.0]] * 2)
@@ -51,11 +60,13 @@ def test_a_case_passes_on_its_mean_velocity_and_fails_on_falls_or_error():
     mean_twist = torch.tensor([[0.6, 0.0, 0.0], [0.4, 0.1, 0.0],   # within 0.25 m/s: passes
                                [0.0, 0.0, 0.0], [0.5, 0.0, 0.0],   # one of two fell: 50% falls
                                [0.0, 0.0, 0.5], [0.0, 0.0, 0.6]])  # yaw rate off by 0.45 rad/s
-    report = sweep._report(commands, fell, mean_twist, torch.full((6,), 0.3), 3.0)
+    tilt = torch.tensor([0.1, 0.3, 9.0, 0.2, 0.0, 0.0])  # the env that fell is not counted
+    report = sweep._report(commands, fell, mean_twist, torch.full((6,), 0.3), tilt, 3.0)
     first, second, third = report["cases"]
     assert first["passed"] and first["lin_vel_error"] == pytest.approx((0.1 + 0.1414214) / 2, abs=1e-5)
     assert first["achieved"] == pytest.approx([0.5, 0.05, 0.0])
     assert first["lin_vel_error_worst"] == pytest.approx(0.1414214, abs=1e-5)
     assert not second["passed"] and second["fall_rate"] == 0.5 and second["lin_vel_error"] == 0.0
+    assert first["tilt_rate_rms"] == pytest.approx(0.2) and second["tilt_rate_rms"] == pytest.approx(0.2)
     assert not third["passed"] and third["ang_vel_error"] == pytest.approx(0.45, abs=1e-6)
     assert report["passed"] is False

@@ -12,6 +12,9 @@ deterministic policy. Per command it reports:
   over the envs still up (``lin_vel_error_worst``: the worst env); ``ang_vel_error`` the same
   for the yaw rate; ``lin_vel_error_instant``: the per-step planar error averaged over time,
   which also counts the gait's sway;
+- ``tilt_rate_rms``: per env, the RMS of the torso frame's roll and pitch rates over the window,
+  averaged over the envs still up: a diagnostic, not a criterion (the yaw-tracking reward's
+  kernel counts these rates as error, so a gait that rocks the body earns less for turning);
 - ``passed``: ``lin_vel_error <= max_lin_vel_error``, ``ang_vel_error <= max_ang_vel_error``
   and ``fall_rate < max_fall_rate``.
 
@@ -95,6 +98,7 @@ class VelocitySweep:
             fell = torch.zeros(n, dtype=torch.bool, device=dev)
             twist_sum = torch.zeros(n, 3, device=dev)
             instant_err_sum = torch.zeros(n, device=dev)
+            tilt_sq_sum = torch.zeros(n, device=dev)
             for k in range(steps):
                 obs, _, terminated, _, _ = env.step(policy(obs))
                 fell |= terminated
@@ -104,13 +108,15 @@ class VelocitySweep:
                     twist = torch.cat((robot.root_lin_vel_b[:, :2], robot.root_ang_vel_b[:, 2:]), dim=1)
                     twist_sum += twist * up
                     instant_err_sum += torch.linalg.vector_norm(twist[:, :2] - commands[:, :2], dim=1) * up[:, 0]
+                    tilt_sq_sum += robot.root_ang_vel_b[:, :2].square().sum(dim=1) * up[:, 0]
         finally:
             term.hold(None)
         window = steps - settle
         mean_twist = twist_sum / window  # rows that fell are excluded below
-        return self._report(commands, fell, mean_twist, instant_err_sum / window, steps * env.step_dt)
+        return self._report(commands, fell, mean_twist, instant_err_sum / window, (tilt_sq_sum / window).sqrt(),
+                            steps * env.step_dt)
 
-    def _report(self, commands, fell, mean_twist, instant_err, seconds) -> dict[str, Any]:
+    def _report(self, commands, fell, mean_twist, instant_err, tilt_rate, seconds) -> dict[str, Any]:
         cfg = self.cfg
         c, e = len(cfg.commands), cfg.envs_per_command
         up = (~fell).view(c, e)
@@ -118,9 +124,10 @@ class VelocitySweep:
         ang_err = (mean_twist[:, 2] - commands[:, 2]).abs().view(c, e)
         twist = mean_twist.view(c, e, 3)
         instant = instant_err.view(c, e)
+        tilt = tilt_rate.view(c, e)
         cases = []
         rows = torch.stack((up.sum(1).float(), *(
-            (x * up).sum(1) for x in (lin_err, ang_err, instant, twist[..., 0], twist[..., 1], twist[..., 2]))),
+            (x * up).sum(1) for x in (lin_err, ang_err, instant, twist[..., 0], twist[..., 1], twist[..., 2], tilt))),
             dim=1).tolist()  # one host read for the whole report
         worst = torch.where(up, lin_err, float("-inf")).amax(dim=1).tolist()
         for i, (command, row) in enumerate(zip(cfg.commands, rows)):
@@ -135,6 +142,7 @@ class VelocitySweep:
                 "lin_vel_error_worst": worst[i] if n_up > 0 else None,
                 "ang_vel_error": mean(row[2]),
                 "lin_vel_error_instant": mean(row[3]),
+                "tilt_rate_rms": mean(row[7]),
             }
             case["passed"] = (n_up > 0 and case["lin_vel_error"] <= cfg.max_lin_vel_error
                               and case["ang_vel_error"] <= cfg.max_ang_vel_error
