@@ -28,6 +28,14 @@ def test_seeds_train_side_by_side_each_in_its_folder_and_are_judged_together(tmp
     assert "0 of 2 judged seeds passed at their last checkpoint" in capsys.readouterr().out
 
 
+def test_while_the_seeds_run_their_latest_log_lines_are_printed(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    code = seeds.run_side_by_side([0, 1], tmp_path, [*TINY], progress_every_s=0.5)
+    assert code == 0
+    progress = [line for line in capsys.readouterr().out.splitlines() if line.startswith("gpu_walk: seed 1: ")]
+    assert len(progress) >= 2  # the launch line, then at least one progress line from its log
+
+
 def test_a_seed_that_cannot_start_gives_the_error_exit_code(tmp_path):
     pytest.importorskip("unilab")
     assert gpu_walk.main(["--seeds", "0,1", "--out", str(tmp_path), *TINY, "no_such_setting=1"]) == 2

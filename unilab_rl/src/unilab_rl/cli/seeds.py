@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,11 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def run_side_by_side(seeds: list[int], out: Path, argv: list[str]) -> int:
-    """Run ``gpu_walk --out OUT/seed-K --seed K ARGV`` for every seed at once, wait for all,
-    write and print the table. Exit code: an error's (>= 2) if any seed had one, else 1 if
-    any seed's evaluation failed, else 0."""
+def run_side_by_side(seeds: list[int], out: Path, argv: list[str], progress_every_s: float = 60.0) -> int:
+    """Run ``gpu_walk --out OUT/seed-K --seed K ARGV`` for every seed at once, wait for all
+    (printing each seed's latest log line every ``progress_every_s``), write and print the
+    table. Exit code: an error's (>= 2) if any seed had one, else 1 if any seed's evaluation
+    failed, else 0."""
     processes = []
     for seed in seeds:
         folder = out / f"seed-{seed}"
@@ -49,7 +51,7 @@ def run_side_by_side(seeds: list[int], out: Path, argv: list[str]) -> int:
         with (folder / "log.txt").open("w") as log:
             processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
     try:
-        codes = [process.wait() for process in processes]
+        codes = _wait(processes, [out / f"seed-{seed}" / "log.txt" for seed in seeds], seeds, progress_every_s)
     except KeyboardInterrupt:  # stop every seed, not only the one being waited on
         for process in processes:
             process.terminate()
@@ -62,6 +64,24 @@ def run_side_by_side(seeds: list[int], out: Path, argv: list[str]) -> int:
         print(line, flush=True)
     errors = [code for code in codes if code not in (0, 1)]
     return max(errors) if errors else max(codes)
+
+
+def _wait(processes: list[subprocess.Popen], logs: list[Path], seeds: list[int], progress_every_s: float) -> list[int]:
+    """The processes' exit codes, once all have ended; meanwhile each seed's latest progress."""
+    last_report = time.monotonic()
+    while any(process.poll() is None for process in processes):
+        time.sleep(min(1.0, progress_every_s))
+        if time.monotonic() - last_report >= progress_every_s:
+            last_report = time.monotonic()
+            for seed, log, process in zip(seeds, logs, processes, strict=True):
+                if process.poll() is None:
+                    print(f"gpu_walk: seed {seed}: {_last_line(log)}", flush=True)
+    return [process.returncode for process in processes]
+
+
+def _last_line(log: Path) -> str:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no output yet)"
 
 
 def seed_table(out: Path, seeds: list[int], codes: list[int]) -> dict[str, Any]:
