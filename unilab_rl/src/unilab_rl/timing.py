@@ -52,11 +52,11 @@ class SampledPhaseTimer:
             return
         if self.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            start.record(torch.cuda.current_stream(self.device))
             try:
                 yield
             finally:
-                end.record()
+                end.record(torch.cuda.current_stream(self.device))
                 self.pending.append((name, start, end))
             return
         started = time.perf_counter()
