@@ -7,8 +7,8 @@ Nothing synchronizes inside a step: a timed step runs as an untimed one does, an
 learner on a stream of its own (``overlap_learning``) its updates still run beside the next
 env step. A phase's figure is then the time its stream took for it on the shared GPU,
 including any wait for the other stream (the collector's replay phase waits for the updates
-before the agent observes), so the phases need not add up to the step. On the CPU the clock is exact (the work is done when
-the call returns).
+before the agent observes), so the phases need not add up to the step. On the CPU the clock
+is exact: the work is done when the call returns.
 """
 
 from __future__ import annotations

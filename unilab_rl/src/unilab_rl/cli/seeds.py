@@ -42,16 +42,17 @@ def run_side_by_side(seeds: list[int], out: Path, argv: list[str], progress_ever
     (printing each seed's latest log line every ``progress_every_s``), write and print the
     table. Exit code: an error's (>= 2) if any seed had one, else 1 if any seed's evaluation
     failed, else 0."""
-    processes = []
+    processes, logs = [], []
     for seed in seeds:
         folder = out / f"seed-{seed}"
         folder.mkdir(parents=True, exist_ok=True)
+        logs.append(folder / "log.txt")
         command = [sys.executable, "-m", "unilab_rl.cli.gpu_walk", "--out", str(folder), "--seed", str(seed), *argv]
-        print(f"gpu_walk: seed {seed}: {' '.join(command[1:])} > {folder / 'log.txt'}", flush=True)
-        with (folder / "log.txt").open("w") as log:
+        print(f"gpu_walk: seed {seed}: {' '.join(command[1:])} > {logs[-1]}", flush=True)
+        with logs[-1].open("w") as log:
             processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
     try:
-        codes = _wait(processes, [out / f"seed-{seed}" / "log.txt" for seed in seeds], seeds, progress_every_s)
+        codes = _wait(processes, logs, seeds, progress_every_s)
     except KeyboardInterrupt:  # stop every seed, not only the one being waited on
         for process in processes:
             process.terminate()
