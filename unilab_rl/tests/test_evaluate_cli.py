@@ -66,6 +66,8 @@ def test_training_overrides_of_terms_the_play_variant_removed_are_dropped_and_re
     assert report["training_overrides_dropped"] == ["curriculum.command_ranges.params.stages",
                                                     "events.push.interval_range_s"]
     assert report["env_overrides"]["episode_length_s"] == "30"  # one the play variant has is kept
+    rows = json.loads((out / "over-time.json").read_text())["checkpoints"]  # one checkpoint, one row
+    assert [(r["checkpoint"], r["mujoco"]["cases"]) for r in rows] == [("with-curriculum.pt", 17)]
     assert "dropped: curriculum.command_ranges.params.stages, events.push.interval_range_s" in capsys.readouterr().out
 
 

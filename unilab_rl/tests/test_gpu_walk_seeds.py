@@ -47,14 +47,6 @@ def test_a_seed_that_cannot_start_gives_the_error_exit_code(tmp_path):
 def _judged(folder, rows):
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(json.dumps({"env_steps": rows[-1][1], "median_env_steps_per_s_learning": 1.0}))
-    if len(rows) == 1:  # one checkpoint: unilab-eval writes only its report
-        name, steps, passed = rows[0]
-        cases = [{"passed": i < passed} for i in range(17)]
-        report = {"checkpoint": f"/run/{name}", "trained_env_steps": steps, "reports": {"mjwarp": {
-            "passed": passed == 17, "cases": cases}}}
-        (folder / "eval").mkdir()
-        (folder / "eval" / "report.json").write_text(json.dumps(report))
-        return
     over_time = {"checkpoints": [{"checkpoint": name, "trained_wall_s": 1.0, "trained_env_steps": steps,
                                   "mjwarp": {"passed": passed == 17, "cases_passed": passed, "cases": 17}}
                                  for name, steps, passed in rows]}

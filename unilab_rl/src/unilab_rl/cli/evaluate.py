@@ -16,7 +16,8 @@ each (sim-to-sim), one table. Writes ``report.json`` and ``report.png`` under ``
 (``checkpoint-<S>s.pt``) and those of ``runner.snapshot_at_steps`` (``checkpoint-<N>steps.pt``),
 then the final ``checkpoint.pt``, in training order (by the env steps each holds), each on fresh
 envs from the same seed. Each gets ``OUT/<checkpoint name>/report.json``; ``OUT/over-time.json``
-and the printed table give the cases passed against training time and env steps.
+and the printed table give the cases passed against training time and env steps (a single
+checkpoint's report is ``OUT/report.json``, and ``over-time.json`` has its one row).
 
 ``--policy FILE`` judges an exported policy (``unilab-export``: ONNX or TorchScript) instead, the
 file a deployment runs: the env comes from its metadata's task and env overrides, which must
@@ -114,9 +115,9 @@ def evaluate(args: argparse.Namespace) -> int:
             trained_s = "?" if row["trained_wall_s"] is None else f"{row['trained_wall_s']:.0f}"
             print(f"  {row['checkpoint']:24s} {trained_s:>7s} s {row['trained_env_steps']:>12d} env steps  "
                   f"{cells}")
-        if args.out is not None:
-            write_json_atomic(args.out / "over-time.json", {"run": str(args.checkpoint), "evaluated_on": evaluation.task,
-                                                            "seed": args.seed, "checkpoints": over_time})
+    if args.out is not None:  # one file to read a run by, however many checkpoints it kept
+        write_json_atomic(args.out / "over-time.json", {"run": str(args.checkpoint), "evaluated_on": evaluation.task,
+                                                        "seed": args.seed, "checkpoints": over_time})
     last = over_time[-1]
     return 0 if all(last[b]["passed"] for b in backends) else EXIT_FAILED
 

@@ -116,18 +116,12 @@ def _steps(env_steps: int) -> str:
 
 def _judged_checkpoints(folder: Path) -> list[dict[str, Any]]:
     """Each judged checkpoint's env steps and cases passed over every backend it was judged
-    on, in training order: ``over-time.json`` when the run kept snapshots, else the one
-    ``report.json``."""
+    on, in training order, from the evaluation's ``over-time.json``."""
     over_time = _read(folder / "over-time.json")
-    if over_time is not None:
-        return [_cell(row["checkpoint"], row["trained_env_steps"],
-                      [v for v in row.values() if isinstance(v, dict)]) for row in over_time["checkpoints"]]
-    report = _read(folder / "report.json")
-    if report is None:
+    if over_time is None:
         return []
-    cells = [{"passed": r["passed"], "cases_passed": sum(c["passed"] for c in r["cases"]), "cases": len(r["cases"])}
-             for r in report["reports"].values()]
-    return [_cell(Path(report["checkpoint"]).name, report["trained_env_steps"], cells)]
+    return [_cell(row["checkpoint"], row["trained_env_steps"], [v for v in row.values() if isinstance(v, dict)])
+            for row in over_time["checkpoints"]]
 
 
 def _cell(name: str, env_steps: int, backends: list[dict[str, Any]]) -> dict[str, Any]:
