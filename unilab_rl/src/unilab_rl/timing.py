@@ -79,10 +79,11 @@ class SampledPhaseTimer:
         ``wait``) to the totals."""
         kept = []
         for name, start, end in self.pending:
-            if wait or end.query():
+            if wait:
                 end.synchronize()
-                self.totals_ms[name] += start.elapsed_time(end)
-                self.counts[name] += 1
-            else:
+            elif not end.query():
                 kept.append((name, start, end))
+                continue
+            self.totals_ms[name] += start.elapsed_time(end)
+            self.counts[name] += 1
         self.pending = kept
