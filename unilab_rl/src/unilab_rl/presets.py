@@ -63,9 +63,14 @@ _WALK_SINGLE_AXIS_COMMANDS = ("commands.twist.single_axis_fraction=0.3",)
 # target grows with log(action_scale) per joint, so at scale 2 the std halves to 0.125 to keep
 # that target (FastSAC's target does not depend on the scale).
 _FLASHSAC_G1_WALK = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.125") + _WALK_ACTION_RANGE
-# Tracking: measured with gamma 0.99 and the default target std; the walking settings are
-# untried there.
-_FLASHSAC_G1_TRACK = _FLASHSAC_G1 + ("gamma=0.99",)
+# Tracking: the walking entry's horizon and entropy target. Its action range is wider (scale 4,
+# below), so the std that keeps the target is 0.25 / 4 = 0.0625. On an H200 this passed the
+# tracking evaluation of the default clip after 9 minutes (100% success, 34.3 mm MPKPE; 44.4 mm
+# at 7 minutes; one seed). With gamma 0.99 and the default target std of 0.15 (at scale 4 a
+# far higher entropy target) it was 91-102 mm off at 3-4 minutes.
+_FLASHSAC_G1_TRACK = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.0625")
+# The whole walk/run set needs scale 8, so the same target is a std of 0.25 / 8 (untried there).
+_FLASHSAC_G1_TRACK_WALK_RUN = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.03125")
 # FastSAC keeps its own defaults (batch 8192, 8 updates per env step); compiled networks; its
 # updates run beside collection (overlap_learning): on an H200 that made 1.17x the env steps per
 # second while learning, and the 5-minute sweep passed 16 of 17 commands against 15 of 17 for
@@ -109,11 +114,10 @@ PRESETS: dict[str, TrainingPreset] = {
     ),
     "gpu_track": TrainingPreset(
         description="G1 tracking its default clip on one GPU: MuJoCo Warp, 4096 envs, 9 minutes "
-                    "(FastSAC as for walking, FlashSAC as measured on tracking, with the action range "
+                    "(both learners as for walking, with the action range "
                     "tracking needs)",
         # FastSAC by default: on an H200 it passed the tracking evaluation (100%, 36.5 mm) after
-        # 4 minutes; FlashSAC (gamma 0.99, target std 0.15: the walking entry's settings before
-        # they changed) was 91-102 mm off at 3-4.
+        # 4 minutes; FlashSAC after 9 (100%, 34.3 mm). One seed each.
         task="g1_motion_tracking", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
         overrides={"flashsac": _FLASHSAC_G1_TRACK + _TRACK_ACTION_RANGE, "fastsac": _FASTSAC_G1 + _TRACK_ACTION_RANGE},
         goals=_TRACK_GOALS,
@@ -122,7 +126,7 @@ PRESETS: dict[str, TrainingPreset] = {
         description="G1 tracking the 17 pinned walk, jog and turn clips on one GPU: MuJoCo Warp, 4096 envs, "
                     "9 minutes (the tracking preset with the action range the whole set needs)",
         task="g1_motion_tracking_walk_run", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
-        overrides={"flashsac": _FLASHSAC_G1_TRACK + _TRACK_WALK_RUN_ACTION_RANGE,
+        overrides={"flashsac": _FLASHSAC_G1_TRACK_WALK_RUN + _TRACK_WALK_RUN_ACTION_RANGE,
                    "fastsac": _FASTSAC_G1 + _TRACK_WALK_RUN_ACTION_RANGE},
         goals=_TRACK_GOALS,
     ),
