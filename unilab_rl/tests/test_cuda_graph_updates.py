@@ -25,8 +25,10 @@ def agent_on(device: str, algo: str, cuda_graph: bool, seed: int = 0):
     torch.manual_seed(seed)
     spec = EnvSpec(num_envs=8, device=torch.device(device), observation_spec=OBS, action_dim=ACTION_DIM,
                    max_episode_length=100, step_dt=0.02)
-    # fp32 so eager and replayed kernels see identical inputs and may be compared tightly.
-    config = build_config(algo, {**TINY[algo], "batch_size": BATCH, "amp": False, "cuda_graph": cuda_graph})
+    # fp32 so eager and replayed kernels see identical inputs and may be compared tightly; an
+    # averaged policy so its Polyak step is captured and replayed too.
+    config = build_config(algo, {**TINY[algo], "batch_size": BATCH, "amp": False, "cuda_graph": cuda_graph,
+                                 "averaged_policy_tau": 0.1})
     return build_agent(algo, spec, config, spec.device)
 
 
@@ -48,7 +50,7 @@ def run_updates(agent, batches, seed: int = 7) -> list[dict[str, float]]:
 
 
 def assert_same_learner(graphed, eager) -> None:
-    for name in ("actor", "critic", "target_critic"):
+    for name in ("actor", "critic", "target_critic", "averaged_actor"):
         ours, theirs = getattr(graphed, name).state_dict(), getattr(eager, name).state_dict()
         for key in theirs:
             torch.testing.assert_close(ours[key], theirs[key], rtol=1e-4, atol=1e-5, msg=f"{name}.{key}")

@@ -247,3 +247,31 @@ def test_a_policy_folder_of_two_formats_or_none_is_refused(exported, tmp_path, c
         assert eval_cli.main(["--policy", str(folder), "--out", str(tmp_path / "e"), *QUICK]) == 2
         assert f"found {found}" in capsys.readouterr().err
     assert not (tmp_path / "e").exists()
+
+
+def test_a_run_with_an_averaged_policy_is_judged_by_it_and_by_its_latest_actor_on_request(g1_checkpoint, tmp_path,
+                                                                                         capsys):
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+
+    # Plant an average that differs from the actor: all zeros, so it always asks for the default pose.
+    document = load_checkpoint(g1_checkpoint)
+    document["algo_config"] = {**document["algo_config"], "averaged_policy_tau": 0.5}
+    document["agent"]["averaged_actor"] = {k: torch.zeros_like(v) for k, v in document["agent"]["actor"].items()}
+    path = tmp_path / "averaged.pt"
+    save_checkpoint(path, document)
+    reports = {}
+    for name, extra in (("averaged", []), ("latest", ["--latest-actor"])):
+        assert eval_cli.main(["--checkpoint", str(path), "--out", str(tmp_path / name), "--no-plot", *QUICK,
+                              *extra]) == 1
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+        assert reports[name]["actor"] == name
+        assert f"{name} actor" in capsys.readouterr().out
+    achieved = {name: [c["achieved"] for c in r["reports"]["mujoco"]["cases"]] for name, r in reports.items()}
+    assert achieved["averaged"] != achieved["latest"]
+    assert json.loads((tmp_path / "latest" / "over-time.json").read_text())["checkpoints"][0]["actor"] == "latest"
+
+
+def test_latest_actor_is_refused_for_an_exported_policy(exported, tmp_path, capsys):
+    assert eval_cli.main(["--policy", str(exported), "--latest-actor", "--out", str(tmp_path / "e"), *QUICK]) == 2
+    assert "--latest-actor: only for --checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()

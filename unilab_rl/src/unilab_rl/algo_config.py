@@ -18,7 +18,8 @@ class OffPolicyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     changeable_on_resume: ClassVar[frozenset[str]] = frozenset({
         "batch_size", "updates_per_step", "learning_starts", "replay_capacity_per_env", "replay_obs_dtype",
-        "learning_rate", "amp", "compile", "cuda_graph", "max_grad_norm", "target_tau", "symmetry_augmentation"})
+        "learning_rate", "amp", "compile", "cuda_graph", "max_grad_norm", "target_tau", "symmetry_augmentation",
+        "averaged_policy_tau"})
 
     gamma: float = Field(0.99, gt=0.0, le=1.0, description="discount per env step")
     n_step: int = Field(3, ge=1, description="rewards summed before bootstrapping")
@@ -40,3 +41,6 @@ class OffPolicyConfig(BaseModel):
     symmetry_augmentation: bool = Field(
         False, description="add the left-right mirrored copy of every sampled transition to each batch "
         "(doubling it); needs a task that declares its mirror (env.mirrors)")
+    averaged_policy_tau: float = Field(
+        0.0, ge=0.0, le=1.0, description="act deterministically (evaluation, play, export) with a Polyak "
+        "average of the actor, moved this fraction toward it at every actor update; 0: the latest actor")

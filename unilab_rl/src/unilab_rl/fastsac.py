@@ -27,6 +27,8 @@ from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.learner import (
     GradientHook,
     autocast_context,
+    averaged_policy,
+    deterministic_actor,
     frozen,
     load_sac_state_dict,
     optimizer_step,
@@ -88,6 +90,7 @@ class FastSAC:
         self.critic = CategoricalCriticEnsemble(
             critic_dim, action_dim, config.critic_width, config.critic_ensemble, config.atoms).to(device)
         self.target_critic = target_network(self.critic)
+        self.averaged_actor = averaged_policy(self.actor, config.averaged_policy_tau)
         self.log_temperature = torch.tensor(math.log(config.initial_temperature), device=device, requires_grad=True)
         self.target_entropy = config.target_entropy_per_dim * action_dim
         self.support = torch.linspace(config.v_min, config.v_max, config.atoms, device=device)
@@ -121,7 +124,8 @@ class FastSAC:
     # ---- acting -----------------------------------------------------------------------
     @torch.no_grad()
     def act(self, obs: Observation, deterministic: bool) -> torch.Tensor:
-        mean, log_std = self.actor(self._actor_input(obs[POLICY_GROUP]))
+        actor = deterministic_actor(self) if deterministic else self.actor
+        mean, log_std = actor(self._actor_input(obs[POLICY_GROUP]))
         if deterministic:
             return self.config.action_scale * torch.tanh(mean)
         action, _ = squashed_sample(mean, log_std, torch.randn_like(mean), self.config.action_scale)
@@ -131,7 +135,7 @@ class FastSAC:
         """A frozen copy of what ``act(obs, deterministic=True)`` computes, as one module
         from raw "policy" observations to actions (for export)."""
         normalizer = self.actor_obs_normalizer if self.config.normalize_observations else None
-        return SquashedMeanPolicy(self.actor, self.config.action_scale, normalizer)
+        return SquashedMeanPolicy(deterministic_actor(self), self.config.action_scale, normalizer)
 
     @torch.no_grad()
     def observe(self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor,

@@ -38,6 +38,8 @@ from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.learner import (
     GradientHook,
     autocast_context,
+    averaged_policy,
+    deterministic_actor,
     eval_mode,
     frozen,
     load_sac_state_dict,
@@ -96,6 +98,7 @@ class FlashSAC:
         self.critic = FlashCriticEnsemble(critic_dim, action_dim, config.critic_width, config.critic_blocks,
                                           config.critic_ensemble, config.critic_bins).to(device)
         self.target_critic = target_network(self.critic)
+        self.averaged_actor = averaged_policy(self.actor, config.averaged_policy_tau)
         self.log_temperature = torch.tensor(math.log(config.initial_temperature), device=device, requires_grad=True)
         self.target_entropy = gaussian_entropy_for_std(action_dim, config.target_std, config.action_scale)
         self.support = torch.linspace(-config.g_max, config.g_max, config.critic_bins, device=device)
@@ -127,8 +130,9 @@ class FlashSAC:
     # ---- acting -----------------------------------------------------------------------
     @torch.no_grad()
     def act(self, obs: Observation, deterministic: bool) -> torch.Tensor:
-        with eval_mode(self.actor):
-            mean, log_std = self.actor(obs[POLICY_GROUP])
+        actor = deterministic_actor(self) if deterministic else self.actor
+        with eval_mode(actor):
+            mean, log_std = actor(obs[POLICY_GROUP])
         if deterministic:
             return self.config.action_scale * torch.tanh(mean)
         self._redraw_noise(self.noise_age >= self.noise_hold)
@@ -148,7 +152,7 @@ class FlashSAC:
     def deterministic_policy(self) -> torch.nn.Module:
         """A frozen copy of what ``act(obs, deterministic=True)`` computes, as one module
         from raw "policy" observations to actions (for export)."""
-        return SquashedMeanPolicy(self.actor, self.config.action_scale)
+        return SquashedMeanPolicy(deterministic_actor(self), self.config.action_scale)
 
     @torch.no_grad()
     def observe(self, obs: Observation, reward: torch.Tensor, terminated: torch.Tensor,

@@ -19,6 +19,10 @@ envs from the same seed. Each gets ``OUT/<checkpoint name>/report.json``; ``OUT/
 and the printed table give the cases passed against training time and env steps (a single
 checkpoint's report is ``OUT/report.json``, and ``over-time.json`` has its one row).
 
+A run that kept an averaged policy (``averaged_policy_tau`` > 0) is judged by that average, what
+``unilab-play`` and ``unilab-export`` use too; ``--latest-actor`` judges its latest actor instead,
+so one run can compare the two. Reports name the actor they judged.
+
 ``--policy FILE`` judges an exported policy (``unilab-export``: ONNX or TorchScript) instead, the
 file a deployment runs: the env comes from its metadata's task and env overrides, which must
 still have the fingerprint they had at export (else the task's meaning has changed since, and
@@ -63,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="write report.json and report.png here")
     parser.add_argument("--no-plot", action="store_true", help="write report.json only (no matplotlib needed)")
+    parser.add_argument("--latest-actor", action="store_true",
+                        help="judge a checkpoint's latest actor where its run also kept an averaged policy "
+                             "(averaged_policy_tau), which is judged by default")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="env overrides on top of the checkpoint's (e.g. episode_length_s=30); "
                              "eval.KEY=VALUE sets a parameter of the evaluation protocol")
@@ -75,7 +82,10 @@ def evaluate(args: argparse.Namespace) -> int:
 
     tokens = parse_tokens(args.overrides)
     options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
-    subjects = judged_checkpoints(args.checkpoint) if args.policy is None else judged_exports(args.policy)
+    if args.latest_actor and args.policy is not None:
+        raise ValueError("--latest-actor: only for --checkpoint (an exported policy holds one actor)")
+    subjects = (judged_checkpoints(args.checkpoint, args.latest_actor) if args.policy is None
+                else judged_exports(args.policy))
     first = subjects[0]
     evaluation = task_evaluation(args.task or first.task, options)
     backends = [b.strip() for b in (args.backends or first.backend).split(",") if b.strip()]
@@ -87,20 +97,20 @@ def evaluate(args: argparse.Namespace) -> int:
     for subject in subjects:
         reports = _judge(subject, evaluation, backends, overrides, args)
         trained_s = "?" if subject.wall_s is None else f"{subject.wall_s:.0f}"
-        print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.env_steps} env steps, "
-              f"{trained_s} s of training) on {evaluation.task}")
+        print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.actor} actor, "
+              f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
         for backend, report in reports.items():
             print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}")
             for case in report["cases"]:
                 print("    " + evaluation.summary_line(case))
-        over_time.append({"checkpoint": subject.path.name, "trained_wall_s": subject.wall_s,
+        over_time.append({"checkpoint": subject.path.name, "actor": subject.actor, "trained_wall_s": subject.wall_s,
                           "trained_env_steps": subject.env_steps,
                           **{backend: _over_time_cell(r) for backend, r in reports.items()}})
         if args.out is not None:
             out = args.out if len(subjects) == 1 else args.out / subject.path.stem
             write_json_atomic(out / "report.json", {
                 subject.kind: str(subject.path), "task": subject.task, "evaluated_on": evaluation.task,
-                "algo": subject.algo, "trained_env_steps": subject.env_steps,
+                "algo": subject.algo, "actor": subject.actor, "trained_env_steps": subject.env_steps,
                 "trained_wall_s": subject.wall_s, "env_overrides": overrides,
                 "training_overrides_dropped": dropped, "evaluation_options": options, "seed": args.seed,
                 "reports": reports})

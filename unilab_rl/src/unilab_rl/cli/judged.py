@@ -35,6 +35,7 @@ class Judged:
     env_steps: int
     wall_s: float | None
     acting: Callable[[Any], Callable[[dict[str, Any]], Any]]
+    actor: str  # what acts: "averaged" or "latest" (a checkpoint's actor), "exported" (a policy file)
 
     def run_identity(self) -> tuple[Any, ...]:
         return self.task, self.backend, self.algo, self.env_overrides
@@ -84,18 +85,21 @@ def run_checkpoints(path: Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(loaded, key=lambda item: int(item[1]["counters"]["env_steps"]))
 
 
-def judged_checkpoints(path: Path) -> list[Judged]:
-    """A checkpoint, or a run directory's checkpoints (``run_checkpoints``), to judge."""
+def judged_checkpoints(path: Path, latest_actor: bool = False) -> list[Judged]:
+    """A checkpoint, or a run directory's checkpoints (``run_checkpoints``), to judge: each by
+    its averaged policy where the run kept one, else (or with ``latest_actor``) its latest actor."""
     found = []
     for file, document in run_checkpoints(path):
 
         def acting(env: Any, document: dict[str, Any] = document) -> Callable[[dict[str, Any]], Any]:
-            agent = load_policy(document, env)
+            agent = load_policy(document, env, latest_actor)
             return lambda obs: agent.act(obs, deterministic=True)
 
+        averaged = document["algo_config"].get("averaged_policy_tau", 0.0) > 0 and not latest_actor
         counters = document["counters"]
         found.append(Judged("checkpoint", file, document["task"], document["algo"], document["backend"],
-                            dict(document["env_overrides"]), int(counters["env_steps"]), counters["wall_s"], acting))
+                            dict(document["env_overrides"]), int(counters["env_steps"]), counters["wall_s"], acting,
+                            "averaged" if averaged else "latest"))
     return found
 
 
@@ -157,4 +161,4 @@ def judged_export(path: Path) -> Judged:
         return lambda obs: run(obs[POLICY_GROUP].float()).to(obs[POLICY_GROUP].device)
 
     return Judged("policy", path, task, metadata["algo"], metadata["backend"], overrides,
-                  int(metadata["trained_env_steps"]), metadata.get("trained_wall_s"), acting)
+                  int(metadata["trained_env_steps"]), metadata.get("trained_wall_s"), acting, "exported")

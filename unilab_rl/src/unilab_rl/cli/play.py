@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_policy(document: dict[str, Any], env: RunnerEnv) -> Any:
+def load_policy(document: dict[str, Any], env: RunnerEnv, latest_actor: bool = False) -> Any:
+    """The checkpoint's learner, built for ``env`` to act with. It acts deterministically with
+    its averaged policy where the run kept one (``averaged_policy_tau``), unless ``latest_actor``."""
     spec = EnvSpec.from_env(env)
     apply_thread_policy(spec.device, None)
     trained = document["spec"]
@@ -51,7 +53,8 @@ def load_policy(document: dict[str, Any], env: RunnerEnv) -> Any:
             f"{trained['action_dim']}; this env has {spec.observation_spec} and {spec.action_dim}")
     algorithm = lookup(document["algo"])
     # Compiling the networks pays off over thousands of updates, not over a few episodes.
-    config = algorithm.config_class.model_validate({**document["algo_config"], "compile": False})
+    config = algorithm.config_class.model_validate({
+        **document["algo_config"], "compile": False, **({"averaged_policy_tau": 0.0} if latest_actor else {})})
     agent = build_agent(document["algo"], spec, config, spec.device)
     agent.load_state_dict(document["agent"])
     return agent
