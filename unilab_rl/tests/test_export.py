@@ -130,6 +130,7 @@ def test_metadata_describes_observations_joints_actions_and_the_task(tmp_path, c
     assert metadata["trained_wall_s"] == pytest.approx(counters["wall_s"]) and metadata["trained_wall_s"] > 0
     assert metadata["task_fingerprint"] == export_cli.task_fingerprint(TASK, {})
     assert metadata["commands"] == {"twist": "uniform_velocity"}
+    assert metadata["actor"] == "latest"  # the run kept no averaged policy
 
 
 def test_task_fingerprint_is_stable_across_processes_and_changes_with_the_config():

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from unilab_rl.cli.judged import exported_name, run_checkpoints
-from unilab_rl.cli.play import load_policy
+from unilab_rl.cli.play import acting_actor, load_policy
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import EXPORT_FORMATS, SUFFIXES, ExportError, export_policy, run_exported
 
@@ -107,7 +107,7 @@ def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path) ->
         "algo": document["algo"], "backend": document["backend"],
         "trained_env_steps": int(document["counters"]["env_steps"]),
         "trained_wall_s": float(document["counters"]["wall_s"]),
-        "checkpoint": checkpoint.name,
+        "checkpoint": checkpoint.name, "actor": acting_actor(document),
         "versions": {"unilab_rl": importlib.metadata.version("unilab-rl"), "torch": torch.__version__},
         "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
                   "normalization": "inside the graph: feed raw observations"},

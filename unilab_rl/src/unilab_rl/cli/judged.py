@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
-from unilab_rl.cli.play import load_policy
+from unilab_rl.cli.play import acting_actor, load_policy
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.runner import snapshot_env_steps, snapshot_seconds
 
@@ -95,11 +95,10 @@ def judged_checkpoints(path: Path, latest_actor: bool = False) -> list[Judged]:
             agent = load_policy(document, env, latest_actor)
             return lambda obs: agent.act(obs, deterministic=True)
 
-        averaged = document["algo_config"].get("averaged_policy_tau", 0.0) > 0 and not latest_actor
         counters = document["counters"]
         found.append(Judged("checkpoint", file, document["task"], document["algo"], document["backend"],
                             dict(document["env_overrides"]), int(counters["env_steps"]), counters["wall_s"], acting,
-                            "averaged" if averaged else "latest"))
+                            acting_actor(document, latest_actor)))
     return found
 
 

@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def acting_actor(document: dict[str, Any], latest_actor: bool = False) -> str:
+    """Which of the checkpoint's actors ``load_policy`` acts with: "averaged" or "latest"."""
+    return "averaged" if document["algo_config"].get("averaged_policy_tau", 0.0) > 0 and not latest_actor else "latest"
+
+
 def load_policy(document: dict[str, Any], env: RunnerEnv, latest_actor: bool = False) -> Any:
     """The checkpoint's learner, built for ``env`` to act with. It acts deterministically with
     its averaged policy where the run kept one (``averaged_policy_tau``), unless ``latest_actor``."""
