@@ -137,8 +137,10 @@ def check_command(command: str) -> None:
         judged: list[list[str]] = []
         original, original_eval = train_cli.main, eval_cli.main
         original_seeds = gpu_walk_cli.seeds_cli.run_side_by_side
+        original_kept = gpu_walk_cli.kept_averaged_policy
         train_cli.main = lambda a: captured.append(a) or 0
         eval_cli.main = lambda a: judged.append(a) or 0
+        gpu_walk_cli.kept_averaged_policy = lambda run: False  # nothing trained, so no run record to read
         # --seeds: check the command its first seed's process would run, in this process
         gpu_walk_cli.seeds_cli.run_side_by_side = lambda seeds, out, a: gpu_walk_cli.main(
             ["--out", str(out / f"seed-{seeds[0]}"), "--seed", str(seeds[0]), *a])
@@ -147,6 +149,7 @@ def check_command(command: str) -> None:
         finally:
             train_cli.main, eval_cli.main = original, original_eval
             gpu_walk_cli.seeds_cli.run_side_by_side = original_seeds
+            gpu_walk_cli.kept_averaged_policy = original_kept
         check_train_command(captured[0])
         for eval_argv in judged:  # --eval: what it hands unilab-eval parses there
             for token in eval_cli.build_parser().parse_args(eval_argv).overrides:

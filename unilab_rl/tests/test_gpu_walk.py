@@ -32,6 +32,21 @@ def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_gi
     report = json.loads((tmp_path / "eval" / "report.json").read_text())
     assert report["evaluation_options"]["seconds"] == "0.4" and len(report["reports"]["mujoco"]["cases"]) == 17
     assert "gpu_walk: unilab-eval --checkpoint" in capsys.readouterr().out
+    assert report["actor"] == "latest" and not (tmp_path / "eval-latest-actor").exists()
+
+
+def test_a_run_that_kept_an_averaged_policy_is_judged_by_it_and_by_its_latest_actor(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    argv = ["--out", str(tmp_path), "--eval", "--backend", "mujoco", "--device", "cpu", "--num-envs", "4",
+            "--steps", "32", "--no-tensorboard", "compile=false", "overlap_learning=false", "batch_size=16",
+            "learning_starts=16", "actor_width=16", "critic_width=16", "averaged_policy_tau=0.5",
+            "eval.envs_per_command=1", "eval.seconds=0.4", "eval.settle_s=0.1"]
+    assert gpu_walk.main(argv) == 1
+    averaged = json.loads((tmp_path / "eval" / "report.json").read_text())
+    latest = json.loads((tmp_path / "eval-latest-actor" / "report.json").read_text())
+    assert (averaged["actor"], latest["actor"]) == ("averaged", "latest")
+    assert latest["evaluation_options"] == averaged["evaluation_options"]
+    assert "--latest-actor" in capsys.readouterr().out
 
 
 def test_gpu_walk_runs_another_preset_given_on_its_command_line(tmp_path, monkeypatch):

@@ -65,6 +65,19 @@ def test_the_table_counts_seeds_by_their_last_judged_checkpoint(tmp_path):
     lines = seeds.table_lines(table)
     assert lines[1] == "gpu_walk: seed 1 (exit 1): 15.0M env steps 17/17, 30.3M env steps 16/17"
     assert lines[3] == "gpu_walk: seed 4 (exit 3): not judged" and lines[-1].startswith("gpu_walk: 2 of 3 judged")
+    assert all(row["checkpoints_latest_actor"] == [] for row in table["seeds"])
+
+
+def test_a_seed_judged_by_its_averaged_policy_also_shows_its_latest_actor(tmp_path):
+    _judged(tmp_path / "seed-0", [("checkpoint.pt", 25_000_000, 17)])
+    _judged(tmp_path / "seed-1", [("checkpoint.pt", 25_000_000, 16)])
+    _judged(tmp_path / "latest", [("checkpoint.pt", 25_000_000, 12)])
+    (tmp_path / "latest" / "eval").rename(tmp_path / "seed-1" / "eval-latest-actor")
+    table = seeds.seed_table(tmp_path, [0, 1], [0, 1])
+    assert [[c["cases_passed"] for c in row["checkpoints_latest_actor"]] for row in table["seeds"]] == [[], [12]]
+    assert table["passed_at_last_checkpoint"] == 1  # by what acts: the averaged policy
+    assert seeds.table_lines(table)[1:3] == ["gpu_walk: seed 1 (exit 1): 25.0M env steps 16/17",
+                                             "gpu_walk: seed 1 latest actor: 25.0M env steps 12/17"]
 
 
 @pytest.mark.parametrize("text", ["1", "1,1", "a,2", "-1,2", ""])

@@ -15,8 +15,10 @@ over the preset's (e.g. ``batch_size=16384 updates_per_step=1``); see ``unilab-t
 the snapshots ``runner.snapshot_at_s`` and ``runner.snapshot_at_steps`` kept, then the final
 checkpoint) into ``eval/`` (one
 report per checkpoint and ``over-time.json``), so one command answers when the policy first
-passed; ``eval.KEY=VALUE`` tokens go to the evaluation (e.g. ``eval.envs_per_command=8``). Exit code: training's when it failed, else the evaluation's (0 passed, 1 some case
-failed at the last checkpoint).
+passed; ``eval.KEY=VALUE`` tokens go to the evaluation (e.g. ``eval.envs_per_command=8``). A run
+that kept an averaged policy (``averaged_policy_tau``) is judged by it in ``eval/`` and by its
+latest actor in ``eval-latest-actor/``. Exit code: training's when it failed, else the
+evaluation's of ``eval/`` (0 passed, 1 some case failed at the last checkpoint).
 
 ``--seeds 0,1,2`` runs one such command per seed at once on the same machine (each its own
 process, under ``OUT/seed-K/``) and writes ``OUT/seeds.json``: per seed, its env steps and, with
@@ -28,6 +30,7 @@ Exit code: an error's if any seed had one, else 1 if any seed's last checkpoint 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -35,6 +38,7 @@ from pathlib import Path
 from unilab_rl.cli import evaluate as eval_cli
 from unilab_rl.cli import seeds as seeds_cli
 from unilab_rl.cli import train as train_cli
+from unilab_rl.cli.evaluate import EXIT_FAILED
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +73,22 @@ def main(argv: list[str] | None = None) -> int:
         return code
     eval_argv = ["--checkpoint", str(args.out / "run"), "--out", str(args.out / "eval"), *eval_options]
     print("gpu_walk: unilab-eval " + " ".join(eval_argv), flush=True)
-    return eval_cli.main(eval_argv)
+    code = eval_cli.main(eval_argv)
+    if code in (0, EXIT_FAILED) and kept_averaged_policy(args.out / "run"):
+        # The average is what acts and what the exit code reports; the latest actor is judged
+        # beside it so the run itself says whether the average pays.
+        latest_argv = [*eval_argv[:3], str(args.out / "eval-latest-actor"), "--latest-actor", *eval_options]
+        print("gpu_walk: unilab-eval " + " ".join(latest_argv), flush=True)
+        latest_code = eval_cli.main(latest_argv)
+        if latest_code not in (0, EXIT_FAILED):
+            return latest_code
+    return code
+
+
+def kept_averaged_policy(run: Path) -> bool:
+    """Whether the run in ``run`` kept an averaged policy (``averaged_policy_tau`` > 0), by its record."""
+    record = json.loads((run / "run.json").read_text())
+    return record["algo_config"].get("averaged_policy_tau", 0.0) > 0
 
 
 if __name__ == "__main__":

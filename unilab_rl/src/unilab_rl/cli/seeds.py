@@ -10,7 +10,8 @@ compared at equal env steps, which ``runner.snapshot_at_steps`` keeps.
 Each seed is its own process (``gpu_walk --seed K``) writing the usual layout under
 ``OUT/seed-K/`` with its output in ``OUT/seed-K/log.txt``; ``OUT/seeds.json`` then holds, per
 seed, its exit code, env steps, throughput and, when judged (``--eval``), each checkpoint's
-env steps and cases passed.
+env steps and cases passed (and, for runs that kept an averaged policy, its latest actor's as
+``checkpoints_latest_actor``).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def seed_table(out: Path, seeds: list[int], codes: list[int]) -> dict[str, Any]:
         summary = _read(folder / "summary.json") or {}
         rows.append({"seed": seed, "exit_code": code, "env_steps": summary.get("env_steps"),
                      "env_steps_per_s_learning": summary.get("median_env_steps_per_s_learning"),
-                     "checkpoints": _judged_checkpoints(folder / "eval")})
+                     "checkpoints": _judged_checkpoints(folder / "eval"),
+                     "checkpoints_latest_actor": _judged_checkpoints(folder / "eval-latest-actor")})
     judged = [row for row in rows if row["checkpoints"]]
     return {"seeds": rows, "judged": len(judged),
             "passed_at_last_checkpoint": sum(row["checkpoints"][-1]["passed"] for row in judged)}
@@ -104,6 +106,10 @@ def table_lines(table: dict[str, Any]) -> list[str]:
     for row in table["seeds"]:
         cells = ", ".join(f"{_steps(c['env_steps'])} {c['cases_passed']}/{c['cases']}" for c in row["checkpoints"])
         lines.append(f"gpu_walk: seed {row['seed']} (exit {row['exit_code']}): {cells or 'not judged'}")
+        if row["checkpoints_latest_actor"]:  # the run kept an averaged policy, judged above
+            latest = ", ".join(f"{_steps(c['env_steps'])} {c['cases_passed']}/{c['cases']}"
+                               for c in row["checkpoints_latest_actor"])
+            lines.append(f"gpu_walk: seed {row['seed']} latest actor: {latest}")
     if table["judged"]:
         lines.append(f"gpu_walk: {table['passed_at_last_checkpoint']} of {table['judged']} judged seeds passed "
                      "at their last checkpoint")
