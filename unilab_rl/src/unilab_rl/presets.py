@@ -114,8 +114,8 @@ PRESETS: dict[str, TrainingPreset] = {
     ),
     "gpu_track": TrainingPreset(
         description="G1 tracking its default clip on one GPU: MuJoCo Warp, 4096 envs, 9 minutes "
-                    "(both learners as for walking, with the action range "
-                    "tracking needs)",
+                    "(the walking learner settings with the action range tracking needs, FlashSAC's "
+                    "entropy target kept at that range)",
         # FastSAC by default: on an H200 it passed the tracking evaluation (100%, 36.5 mm) after
         # 4 minutes; FlashSAC after 9 (100%, 34.3 mm). One seed each.
         task="g1_motion_tracking", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
