@@ -151,7 +151,7 @@ def test_play_runs_deterministic_episodes_from_the_checkpoint_task(tmp_path, cap
     argv = ["--checkpoint", str(out / "checkpoint.pt"), "--episodes", "5", "--num-envs", "4"]
     assert play_cli.main(argv, factory=fake_factory) == 0
     first = capsys.readouterr().out
-    assert "task=fake_task" in first and "return_mean" in first
+    assert "task=fake_task" in first and "actor=latest" in first and "return_mean" in first
     assert play_cli.main(argv, factory=fake_factory) == 0
     assert capsys.readouterr().out == first  # deterministic policy, same env seed
 

@@ -137,7 +137,7 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if recorder is not None:
         print(f"unilab-play: video {args.video} ({recorder.frames} frames of env 0's first episode)")
     print(f"unilab-play: task={document['task']} backend={backend} algo={document['algo']} "
-          f"trained_env_steps={document['counters']['env_steps']}")
+          f"actor={acting_actor(document)} trained_env_steps={document['counters']['env_steps']}")
     for key, value in {**summary, **{f"env/{k}": v for k, v in env_metrics.items()}}.items():
         print(f"  {key:40s} {value:.4f}")
     return 0
