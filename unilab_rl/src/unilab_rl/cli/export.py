@@ -94,8 +94,9 @@ def observation_layout(env: Any) -> dict[str, Any]:
             "dim": frame_dim * group.history_length, "history_order": "oldest frame first"}
 
 
-def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path) -> dict[str, Any]:
-    """Everything a deployment stack needs besides the network, read from the built env."""
+def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, actor: str) -> dict[str, Any]:
+    """Everything a deployment stack needs besides the network, read from the built env;
+    ``actor`` names the actor the network is ("averaged" or "latest", ``acting_actor``)."""
     actions = env.action_manager
     cols = list(actions.cols)
     actuators = [env.robot.actuators[c] for c in cols]
@@ -107,7 +108,7 @@ def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path) ->
         "algo": document["algo"], "backend": document["backend"],
         "trained_env_steps": int(document["counters"]["env_steps"]),
         "trained_wall_s": float(document["counters"]["wall_s"]),
-        "checkpoint": checkpoint.name, "actor": acting_actor(document),
+        "checkpoint": checkpoint.name, "actor": actor,
         "versions": {"unilab_rl": importlib.metadata.version("unilab-rl"), "torch": torch.__version__},
         "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
                   "normalization": "inside the graph: feed raw observations"},
@@ -171,7 +172,7 @@ def export(args: argparse.Namespace, factory: Any) -> int:
 
 def export_one(args: argparse.Namespace, env: Any, checkpoint: Path, document: dict[str, Any], out: Path) -> int:
     agent = load_policy(document, env)
-    metadata = deployment_metadata(env, document, checkpoint)
+    metadata = deployment_metadata(env, document, checkpoint, acting_actor(document))
     sidecar = export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], out, args.format,
                             metadata)
     if args.verify_steps > 0:

@@ -242,7 +242,7 @@ def export_ppo_policy(runner: Any, env: Any, record: dict[str, Any], model: Path
     actor = runner.alg.get_policy().as_jit().cpu().eval()
     document = {"task": record["task"], "backend": record["backend"], "env_overrides": record["env_overrides"],
                 "algo": ALGO_NAME, "counters": {"env_steps": record["env_steps"], "wall_s": record["wall_s"]}}
-    metadata = deployment_metadata(env, document, model)
+    metadata = deployment_metadata(env, document, model, "latest")  # PPO keeps no averaged policy
     path = out / f"policy{SUFFIXES[fmt]}"
     export_policy(actor, env.observation_spec[POLICY_GROUP], path, fmt, metadata)
     return path
