@@ -330,3 +330,19 @@ def test_start_up_is_said_and_kept_apart_from_the_training_budget(tmp_path, caps
     printed = capsys.readouterr().out
     assert f"unilab-train: start-up took {summary['startup_s']:.1f} s (env build " in printed
     assert "; training starts" in printed
+
+
+def test_a_resume_may_turn_the_averaged_policy_on(tmp_path):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    before = load_checkpoint(out / "checkpoint.pt")
+    assert "averaged_actor" not in before["agent"]
+    resumed_out = tmp_path / "resumed"
+    assert run_train(base_args(resumed_out) + ["--resume", str(out / "checkpoint.pt"), *TINY_TOKENS,
+                                               "averaged_policy_tau=0.5"]) == 0
+    after = load_checkpoint(resumed_out / "checkpoint.pt")
+    assert after["algo_config"]["averaged_policy_tau"] == 0.5
+    averaged, actor = after["agent"]["averaged_actor"], after["agent"]["actor"]
+    assert averaged.keys() == actor.keys()
+    # kept beside the actor, trailing its updates (how it starts: test_averaged_policy.py)
+    assert any(not torch.equal(averaged[k], actor[k]) for k in actor if actor[k].is_floating_point())
