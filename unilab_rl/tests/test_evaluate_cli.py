@@ -163,7 +163,8 @@ def test_an_exported_policy_is_judged_like_its_checkpoint(g1_checkpoint, exporte
     a = json.loads((by_checkpoint / "report.json").read_text())
     b = json.loads((by_policy / "report.json").read_text())
     assert b["policy"] == str(exported) and "checkpoint" not in b
-    assert (b["task"], b["algo"], b["trained_env_steps"]) == (a["task"], a["algo"], a["trained_env_steps"])
+    assert (b["task"], b["algo"], b["trained_env_steps"], b["actor"]) == (
+        a["task"], a["algo"], a["trained_env_steps"], a["actor"])
     assert b["trained_wall_s"] == pytest.approx(a["trained_wall_s"])
     cases_a, cases_b = a["reports"]["mujoco"]["cases"], b["reports"]["mujoco"]["cases"]
     assert [c["command"] for c in cases_a] == [c["command"] for c in cases_b]

@@ -35,7 +35,7 @@ class Judged:
     env_steps: int
     wall_s: float | None
     acting: Callable[[Any], Callable[[dict[str, Any]], Any]]
-    actor: str  # what acts: "averaged" or "latest" (a checkpoint's actor), "exported" (a policy file)
+    actor: str  # what acts: "averaged" or "latest" (of a checkpoint, or the one an export holds)
 
     def run_identity(self) -> tuple[Any, ...]:
         return self.task, self.backend, self.algo, self.env_overrides
@@ -160,4 +160,6 @@ def judged_export(path: Path) -> Judged:
         return lambda obs: run(obs[POLICY_GROUP].float()).to(obs[POLICY_GROUP].device)
 
     return Judged("policy", path, task, metadata["algo"], metadata["backend"], overrides,
-                  int(metadata["trained_env_steps"]), metadata.get("trained_wall_s"), acting, "exported")
+                  int(metadata["trained_env_steps"]), metadata.get("trained_wall_s"), acting,
+                  # exports written before averaged policies existed name no actor: they hold the latest
+                  metadata.get("actor", "latest"))
