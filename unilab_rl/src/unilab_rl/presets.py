@@ -49,7 +49,8 @@ _FLASHSAC_G1 = (
 # while the task's per-joint scales were made for PPO, whose actions are unbounded: at 1 the
 # knee's PD target stays within [0.32, 1.02] rad, short of what a stride at 2 m/s or -1.5 m/s
 # needs. At 2 both learners reached the ends of the command range (vx 2.0 and -1.5) on an H200.
-_WALK_ACTION_RANGE = ("action_scale=2.0",)
+_WALK_ACTION_SCALE = 2.0
+_WALK_ACTION_RANGE = (f"action_scale={_WALK_ACTION_SCALE}",)
 # A share of command draws with one nonzero axis, so pure turns in place and the range's ends
 # are asked for often enough. FastSAC with it and the wider range passed all 17 sweep commands
 # after 210 s; without it, it missed a 0.5 rad/s turn in place or vx 2.0 (one seed each). Two
@@ -60,17 +61,22 @@ _WALK_SINGLE_AXIS_COMMANDS = ("commands.twist.single_axis_fraction=0.3",)
 # minutes (8 updates per step), it stood still on every forward command of the velocity sweep,
 # its temperature down to 1.7e-4. With gamma 0.97 (FastSAC's) and a target std of 0.25 at
 # action scale 1 (0.03 nats per joint, about FastSAC's target of 0) it walked. Its entropy
-# target grows with log(action_scale) per joint, so at scale 2 the std halves to 0.125 to keep
-# that target (FastSAC's target does not depend on the scale).
-_FLASHSAC_G1_WALK = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.125") + _WALK_ACTION_RANGE
-# Tracking: the walking entry's horizon and entropy target. Its action range is wider (scale 4,
-# below), so the std that keeps the target is 0.25 / 4 = 0.0625. On an H200 this passed the
-# tracking evaluation of the default clip after 9 minutes (100% success, 34.3 mm MPKPE; 44.4 mm
-# at 7 minutes; one seed). With gamma 0.99 and the default target std of 0.15 (at scale 4 a
-# far higher entropy target) it was 91-102 mm off at 3-4 minutes.
-_FLASHSAC_G1_TRACK = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.0625")
-# The whole walk/run set needs scale 8, so the same target is a std of 0.25 / 8 (untried there).
-_FLASHSAC_G1_TRACK_WALK_RUN = _FLASHSAC_G1 + ("gamma=0.97", "target_std=0.03125")
+# target grows with log(action_scale) per joint, so each entry divides that std by its scale to
+# keep the target (FastSAC's target does not depend on the scale): 0.125 at walking's 2.
+#
+# Tracking (scale 4, std 0.0625): on an H200 this passed the tracking evaluation of the default
+# clip after 9 minutes (100% success, 34.3 mm MPKPE; 44.4 mm at 7 minutes; one seed). With gamma
+# 0.99 and the default target std of 0.15 (at scale 4 a far higher entropy target) it was
+# 91-102 mm off at 3-4 minutes. The whole walk/run set (scale 8, std 0.03125) is untried.
+_FLASHSAC_STD_AT_SCALE_1 = 0.25
+
+
+def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
+    """FlashSAC's G1 entry at an action range: FastSAC's horizon, the entropy target of std 0.25 at scale 1."""
+    return _FLASHSAC_G1 + ("gamma=0.97", f"target_std={_FLASHSAC_STD_AT_SCALE_1 / action_scale}",
+                           f"action_scale={action_scale}")
+
+
 # FastSAC keeps its own defaults (batch 8192, 8 updates per env step); compiled networks; its
 # updates run beside collection (overlap_learning): on an H200 that made 1.17x the env steps per
 # second while learning, and the 5-minute sweep passed 16 of 17 commands against 15 of 17 for
@@ -83,10 +89,12 @@ _FASTSAC_G1 = ("compile=true", "overlap_learning=true", "log_every=50", "checkpo
 # default pose needs |action| up to 2.15 at the knees, 1.35 at the hip pitch, 2.0 at the
 # shoulder yaw and 3.65 at the left wrist yaw: 15 of the 29 joints need more than 1. 4 covers
 # them all.
-_TRACK_ACTION_RANGE = ("action_scale=4.0",)
+_TRACK_ACTION_SCALE = 4.0
+_TRACK_ACTION_RANGE = (f"action_scale={_TRACK_ACTION_SCALE}",)
 # The 17 walk, jog and turn clips together need up to 5.3 at the knees (jogging) and 7.4 at the
 # right wrist yaw.
-_TRACK_WALK_RUN_ACTION_RANGE = ("action_scale=8.0",)
+_TRACK_WALK_RUN_ACTION_SCALE = 8.0
+_TRACK_WALK_RUN_ACTION_RANGE = (f"action_scale={_TRACK_WALK_RUN_ACTION_SCALE}",)
 # A training-curve proxy of the tracking evaluation's bar (unilab-eval: success >= 95%, MPKPE <=
 # 40 mm): fewer than 5% of episodes end by a termination, and tracked bodies are within 4 cm of
 # the relative reference on average. Not the length fraction: episodes start anywhere in the
@@ -106,7 +114,7 @@ PRESETS: dict[str, TrainingPreset] = {
         # 9 minutes of training plus ~20 s of start-up fits a 10-minute slot.
         minutes=9.0,
         overrides={
-            "flashsac": _FLASHSAC_G1_WALK,
+            "flashsac": _flashsac_g1(_WALK_ACTION_SCALE),
             "fastsac": _FASTSAC_G1 + _WALK_ACTION_RANGE + _WALK_SINGLE_AXIS_COMMANDS,
         },
         # Episodes last > 90% of their 20 s and the planar velocity error is < 0.25 m/s.
@@ -119,14 +127,14 @@ PRESETS: dict[str, TrainingPreset] = {
         # FastSAC by default: on an H200 it passed the tracking evaluation (100%, 36.5 mm) after
         # 4 minutes; FlashSAC after 9 (100%, 34.3 mm). One seed each.
         task="g1_motion_tracking", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
-        overrides={"flashsac": _FLASHSAC_G1_TRACK + _TRACK_ACTION_RANGE, "fastsac": _FASTSAC_G1 + _TRACK_ACTION_RANGE},
+        overrides={"flashsac": _flashsac_g1(_TRACK_ACTION_SCALE), "fastsac": _FASTSAC_G1 + _TRACK_ACTION_RANGE},
         goals=_TRACK_GOALS,
     ),
     "gpu_track_walk_run": TrainingPreset(
         description="G1 tracking the 17 pinned walk, jog and turn clips on one GPU: MuJoCo Warp, 4096 envs, "
                     "9 minutes (the tracking preset with the action range the whole set needs)",
         task="g1_motion_tracking_walk_run", backend="mjwarp", algo="fastsac", num_envs=4096, minutes=9.0,
-        overrides={"flashsac": _FLASHSAC_G1_TRACK_WALK_RUN + _TRACK_WALK_RUN_ACTION_RANGE,
+        overrides={"flashsac": _flashsac_g1(_TRACK_WALK_RUN_ACTION_SCALE),
                    "fastsac": _FASTSAC_G1 + _TRACK_WALK_RUN_ACTION_RANGE},
         goals=_TRACK_GOALS,
     ),
