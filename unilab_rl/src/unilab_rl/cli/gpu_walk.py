@@ -39,6 +39,7 @@ from unilab_rl.cli import evaluate as eval_cli
 from unilab_rl.cli import seeds as seeds_cli
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli.evaluate import EXIT_FAILED
+from unilab_rl.cli.play import acting_actor
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def kept_averaged_policy(run: Path) -> bool:
-    """Whether the run in ``run`` kept an averaged policy (``averaged_policy_tau`` > 0), by its record."""
-    record = json.loads((run / "run.json").read_text())
-    return record["algo_config"].get("averaged_policy_tau", 0.0) > 0
+    """Whether the run in ``run`` kept an averaged policy, by its record (which carries the
+    same ``algo_config`` as its checkpoints)."""
+    return acting_actor(json.loads((run / "run.json").read_text())) == "averaged"
 
 
 if __name__ == "__main__":
