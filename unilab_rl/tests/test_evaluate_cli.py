@@ -254,10 +254,13 @@ def test_a_run_with_an_averaged_policy_is_judged_by_it_and_by_its_latest_actor_o
                                                                                          capsys):
     from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
 
-    # Plant an average that differs from the actor: all zeros, so it always asks for the default pose.
+    # Plant an average far from the actor: its output layer's bias raised by 1, so every action moves
+    # well away from the barely trained actor's near-zero ones.
     document = load_checkpoint(g1_checkpoint)
     document["algo_config"] = {**document["algo_config"], "averaged_policy_tau": 0.5}
-    document["agent"]["averaged_actor"] = {k: torch.zeros_like(v) for k, v in document["agent"]["actor"].items()}
+    averaged = {k: v.clone() for k, v in document["agent"]["actor"].items()}
+    averaged[[k for k in averaged if k.endswith("bias")][-1]] += 1.0
+    document["agent"]["averaged_actor"] = averaged
     path = tmp_path / "averaged.pt"
     save_checkpoint(path, document)
     reports = {}
