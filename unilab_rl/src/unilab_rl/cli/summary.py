@@ -11,7 +11,7 @@ from unilab_rl.goals import GoalTracker
 
 
 def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
-                  startup_s: float, startup_phases: dict[str, float]) -> None:
+                  startup_s: float, startup_phases: dict[str, float], imports_s: float | None) -> None:
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
@@ -19,6 +19,9 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                # Its parts: building the env (the simulator's model, kernels and graphs too), the
                # learner and replay buffer, and the rest (argument and checkpoint checks, run files).
                "startup_phases_s": {k: round(v, 2) for k, v in startup_phases.items()},
+               # Process start to the parsed command (Python, torch and the packages imported), so
+               # imports_s + startup_s is launch to training; null where the OS gives no start time.
+               "imports_s": None if imports_s is None else round(imports_s, 2),
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
                **tracker.summary()}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)

@@ -53,6 +53,7 @@ from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli.launch import launch_torchrun, without_nproc
 from unilab_rl.cli.metrics_sink import TrainingSink, write_json_atomic
 from unilab_rl.cli.overrides import OverrideError
+from unilab_rl.cli.process_clock import seconds_since_process_start
 from unilab_rl.cli.run_dir import RunDirError, claim_run_dir
 from unilab_rl.cli.run_record import (
     RECORD_FORMAT,
@@ -183,6 +184,7 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
 
 
 def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
+    imports_s = seconds_since_process_start()  # the interpreter and imports before this command's clock
     started = time.perf_counter()
     rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
     is_main = rank is None or rank.is_main
@@ -251,11 +253,12 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         startup_phases["other_s"] = startup_s - sum(startup_phases.values())
         if is_main:
             parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.1f} s" for k, v in startup_phases.items())
-            print(f"unilab-train: start-up took {startup_s:.1f} s ({parts}); training starts", flush=True)
+            launch = "" if imports_s is None else f", {imports_s + startup_s:.1f} s from launch with the imports"
+            print(f"unilab-train: start-up took {startup_s:.1f} s ({parts}){launch}; training starts", flush=True)
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
-            write_summary(args, result, tracker, started, startup_s, startup_phases)
+            write_summary(args, result, tracker, started, startup_s, startup_phases, imports_s)
     finally:
         if stopper is not None:
             stopper.restore()
