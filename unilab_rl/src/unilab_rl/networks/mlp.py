@@ -42,12 +42,47 @@ class GaussianActor(nn.Module):
 
 
 class CategoricalCriticEnsemble(nn.Module):
-    """E independent C51 Q-networks; returns logits (E, B, atoms)."""
+    """E independent C51 Q-networks run as one batched chain; returns logits (E, B, atoms).
+
+    Each layer holds the E members' weights stacked on a leading axis, so a forward pass is
+    one matmul per layer for the whole ensemble instead of one per member (half the kernels
+    and optimizer tensors at E=2). The members are drawn exactly as E separate
+    ``layernorm_silu_mlp`` networks would be, in the same order, so a seed gives the same
+    starting critic either way."""
 
     def __init__(self, obs_dim: int, action_dim: int, width: int, ensemble: int, atoms: int) -> None:
         super().__init__()
-        self.members = nn.ModuleList(layernorm_silu_mlp(obs_dim + action_dim, width, atoms) for _ in range(ensemble))
+        members = [layernorm_silu_mlp(obs_dim + action_dim, width, atoms) for _ in range(ensemble)]
+        linears = [[m for m in member if isinstance(m, nn.Linear)] for member in members]
+        norms = [[m for m in member if isinstance(m, nn.LayerNorm)] for member in members]
+
+        def stacked(layers, name: str) -> nn.ParameterList:
+            return nn.ParameterList(torch.stack([getattr(member[i], name).detach() for member in layers])
+                                    for i in range(len(layers[0])))
+
+        self.weights = stacked(linears, "weight")  # each (E, out, in)
+        self.biases = stacked(linears, "bias")  # each (E, out)
+        self.norm_weights = stacked(norms, "weight")  # each (E, hidden)
+        self.norm_biases = stacked(norms, "bias")
+        self.norm_eps = norms[0][0].eps
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         x = torch.cat([obs, action], dim=-1)
-        return torch.stack([member(x) for member in self.members])
+        ensemble = self.weights[0].shape[0]
+        # The first layer's input is shared: one matmul against all members' rows, (B, E, out).
+        x = nn.functional.linear(x, self.weights[0].flatten(0, 1), self.biases[0].flatten())
+        x = self._norm_silu(x.unflatten(-1, (ensemble, -1)), 0).transpose(0, 1)  # (E, B, out)
+        for i in range(1, len(self.weights)):
+            x = torch.baddbmm(self.biases[i].unsqueeze(1), x, self.weights[i].transpose(1, 2))
+            if i < len(self.norm_weights):
+                x = self._norm_silu(x, i, member_axis=0)
+        return x
+
+    def _norm_silu(self, x: torch.Tensor, i: int, member_axis: int = 1) -> torch.Tensor:
+        """LayerNorm with each member's own scale and shift, then SiLU; ``x`` holds the members
+        on ``member_axis`` (1 for the first layer's (B, E, features), else 0)."""
+        scale, shift = self.norm_weights[i], self.norm_biases[i]
+        if member_axis == 0:
+            scale, shift = scale.unsqueeze(1), shift.unsqueeze(1)
+        x = nn.functional.layer_norm(x, x.shape[-1:], eps=self.norm_eps)
+        return nn.functional.silu(torch.addcmul(shift, x, scale))
