@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, layernorm_silu_mlp
 
 OBS, ACTION, WIDTH, ATOMS = 11, 5, 64, 21
