@@ -57,17 +57,18 @@ class MetricManager:
         self.acc = torch.zeros(len(self.names), device=self.env.device)
 
     def add(self, slot: slice, values: torch.Tensor) -> None:
-        self.acc[slot] += values
+        # add_ on the slot's view: ``acc[slot] += v`` would also copy the sum back onto itself.
+        self.acc[slot].add_(values)
 
     def episodes_ended(self, done: torch.Tensor) -> None:
-        self.acc[_EPISODES] += done.sum()
+        self.acc[_EPISODES].add_(done.sum())
 
     def count_step(self) -> None:
         self.steps += 1  # on the host, apart from on_step: a replayed step graph runs no Python
 
     def on_step(self, env) -> None:
         if self.terms:
-            self.acc[self._terms_slot] += torch.stack([t.fn(env).float().mean() for t in self.terms])
+            self.acc[self._terms_slot].add_(torch.stack([t.fn(env).float().mean() for t in self.terms]))
 
     def flush(self) -> dict[str, float]:
         values = self.acc.tolist()  # the one host sync

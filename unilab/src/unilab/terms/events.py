@@ -59,7 +59,7 @@ class push_by_velocity:
 
     def __call__(self, env, txn) -> None:
         a, fired = env.robot.root_qvel_adr, txn.rows
-        txn.qvel[:, a:a + 6] += _uniform(env, (fired.shape[0], 6), self.lo, self.hi) * fired.unsqueeze(1)
+        txn.qvel[:, a:a + 6].addcmul_(_uniform(env, (fired.shape[0], 6), self.lo, self.hi), fired.unsqueeze(1))
 
 
 class _ModelFieldEvent(abc.ABC):
