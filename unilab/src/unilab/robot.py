@@ -166,11 +166,21 @@ class RobotState:
 
     @property
     def root_lin_vel_b(self) -> torch.Tensor:
-        return self._get("root_lin_vel_b", lambda: lm.quat_apply_inverse(self.root_quat_w, self.root_lin_vel_w))
+        return self._root_vectors_b()[:, 0]
 
     @property
     def projected_gravity_b(self) -> torch.Tensor:
-        return self._get("projected_gravity_b", lambda: lm.projected_gravity(self.root_quat_w))
+        """World gravity direction (0, 0, -1) in the base frame."""
+        return self._root_vectors_b()[:, 1]
+
+    def _root_vectors_b(self) -> torch.Tensor:
+        """The base velocity and the gravity direction rotated into the base frame together,
+        (N, 2, 3): one rotation's kernels for both, where each alone would cost the same."""
+        def rotate() -> torch.Tensor:
+            lin_vel = self.root_lin_vel_w
+            down = lm.constant((0.0, 0.0, -1.0), self.device).expand_as(lin_vel)
+            return lm.quat_apply_inverse(self.root_quat_w.unsqueeze(1), torch.stack((lin_vel, down), dim=1))
+        return self._get("root_vectors_b", rotate)
 
     @property
     def heading_w(self) -> torch.Tensor:
