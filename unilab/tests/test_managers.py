@@ -99,10 +99,31 @@ def test_heading_envs_track_a_sampled_heading_with_a_clipped_p_controller(make_e
     assert torch.allclose(env.command_manager.term("twist").command[:, 2], expected, atol=1e-6)
 
 
+def test_a_draw_holds_the_standing_and_heading_shares_and_the_ranges(make_env):
+    env = make_env(overrides=["commands.twist.standing_fraction=0.3", "commands.twist.heading_command=true",
+                              "commands.twist.heading_fraction=0.4", "commands.twist.heading_range=[-1,2]",
+                              "commands.twist.resampling_time_range_s=[3,8]"])
+    twist = env.command_manager.term("twist")
+    draws = twist._draw(20000)
+    moving, heading = draws[:, 3], draws[:, 4]
+    assert set(moving.unique().tolist()) == {0.0, 1.0} and set(heading.unique().tolist()) == {0.0, 1.0}
+    assert abs(float(moving.mean()) - 0.7) < 0.02 and abs(float(heading.mean()) - 0.4) < 0.02
+    assert float(draws[:, 5].min()) >= -1.0 and float(draws[:, 5].max()) <= 2.0
+    assert float(draws[:, 6].min()) >= 3.0 and float(draws[:, 6].max()) <= 8.0
+    # Without heading commands no row heads; a standing row is commanded zero.
+    plain = make_env(overrides=["commands.twist.standing_fraction=0.5"])
+    term = plain.command_manager.term("twist")
+    assert float(term._draw(20000)[:, 4].max()) == 0.0
+    plain.step(torch.zeros(N, plain.action_dim))
+    standing = term.moving == 0.0
+    assert torch.equal(term.command[standing], torch.zeros_like(term.command[standing]))
+    assert torch.equal(term.command[~standing], term.sampled[~standing])
+
+
 def test_single_axis_draws_keep_one_axis_in_its_range_and_zero_the_others(make_env):
     env = make_env(overrides=["commands.twist.single_axis_fraction=1.0", "commands.twist.standing_fraction=0.0"])
     twist = env.command_manager.term("twist")
-    draws = torch.cat([twist._draw(4096)[0] for _ in range(4)])
+    draws = torch.cat([twist._draw(4096)[:, :3] for _ in range(4)])
     nonzero = draws != 0.0
     assert (nonzero.sum(dim=1) == 1).all()
     share = nonzero.float().mean(dim=0)  # each axis is the kept one about a third of the time
@@ -113,7 +134,7 @@ def test_single_axis_draws_keep_one_axis_in_its_range_and_zero_the_others(make_e
 
 def test_a_partial_single_axis_fraction_leaves_the_other_draws_joint(make_env):
     env = make_env(overrides=["commands.twist.single_axis_fraction=0.25"])
-    draws = env.command_manager.term("twist")._draw(16384)[0]
+    draws = env.command_manager.term("twist")._draw(16384)[:, :3]
     single = ((draws != 0.0).sum(dim=1) == 1).float().mean()
     assert abs(float(single) - 0.25) < 0.02, single
 
@@ -123,7 +144,7 @@ def test_without_single_axis_draws_the_command_stream_is_the_jointly_sampled_box
     env = make_env()
     twist = env.command_manager.term("twist")
     state = env.rng.get_state()
-    draws = twist._draw(64)[0]
+    draws = twist._draw(64)[:, :3]
     env.rng.set_state(state)
     u = torch.rand(64, 7, generator=env.rng, device=env.device)
     assert torch.equal(draws, twist.lo + twist.width * u[:, :3])

@@ -23,6 +23,9 @@ from unilab.managers.command import CommandTerm
 from unilab.math import constant, wrap_to_pi
 
 
+_STATE_WIDTH = 7  # twist (3), moving, heading row, heading target, time left
+
+
 class UniformVelocityCommand(CommandTerm):
     """Metrics: ``lin_vel_error`` (norm of the planar velocity error, m/s) and
     ``ang_vel_error`` (yaw-rate error, rad/s), mean over envs, of the state physics just
@@ -34,14 +37,26 @@ class UniformVelocityCommand(CommandTerm):
         super().__init__(cfg, env)
         n, dev = env.num_envs, env.device
         self.command = torch.zeros(n, 3, device=dev)
-        self.sampled = torch.zeros(n, 3, device=dev)
-        self.time_left = torch.zeros(n, device=dev)
-        self.is_standing = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.is_heading = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.heading_target = torch.zeros(n, device=dev)
-        self._candidates: tuple[torch.Tensor, ...] | None = None
+        # Every per-row value a resample draws, in one tensor, so keeping a row's new draw is one
+        # ``where``: the twist (3), moving (1.0, else 0.0 for a standing row), heading row (1.0 /
+        # 0.0), heading target, time left. The named attributes are views of its columns.
+        self.state = torch.zeros(n, _STATE_WIDTH, device=dev)
+        self.sampled = self.state[:, :3]
+        self.moving = self.state[:, 3]
+        self.heading_row = self.state[:, 4]
+        self.heading_target = self.state[:, 5]
+        self.time_left = self.state[:, 6]
+        self._candidates: torch.Tensor | None = None
         self.held = False
-        self.lo, self.width = torch.zeros(3, device=dev), torch.zeros(3, device=dev)
+        # A draw is ``low + width * u`` per column of one uniform (N, 7) draw. The two flag columns
+        # come out as u - standing_fraction and heading_fraction - u, so a flag is "column >= 0"
+        # (a row never heads without heading commands: -1 + 0 u).
+        h0, h1 = cfg.heading_range
+        t0, t1 = cfg.resampling_time_range_s
+        heading_low, heading_width = (cfg.heading_fraction, -1.0) if cfg.heading_command else (-1.0, 0.0)
+        self.draw_low = torch.tensor([0.0, 0.0, 0.0, -cfg.standing_fraction, heading_low, h0, t0], device=dev)
+        self.draw_width = torch.tensor([0.0, 0.0, 0.0, 1.0, heading_width, h1 - h0, t1 - t0], device=dev)
+        self.lo, self.width = self.draw_low[:3], self.draw_width[:3]  # the twist's ranges (the curriculum's)
         self.set_ranges(cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z)
 
     def hold(self, commands: torch.Tensor | None) -> None:
@@ -56,8 +71,8 @@ class UniformVelocityCommand(CommandTerm):
             return
         self.held = True
         self.sampled.copy_(commands)
-        self.is_standing.fill_(False)
-        self.is_heading.fill_(False)
+        self.moving.fill_(1.0)
+        self.heading_row.fill_(0.0)
         self._update()
 
     def set_ranges(self, lin_vel_x=None, lin_vel_y=None, ang_vel_z=None) -> None:
@@ -73,23 +88,18 @@ class UniformVelocityCommand(CommandTerm):
         err = self.command - torch.cat((r.root_lin_vel_b[:, :2], r.root_ang_vel_b[:, 2:]), dim=1)
         return torch.stack((torch.linalg.vector_norm(err[:, :2], dim=1).mean(), err[:, 2].abs().mean()))
 
-    def _draw(self, n: int) -> tuple[torch.Tensor, ...]:
-        """Candidate samples for ``n`` rows: (twist, standing, heading env, heading, period)."""
+    def _draw(self, n: int) -> torch.Tensor:
+        """Candidate samples for ``n`` rows, laid out as ``state``."""
         g, dev, cfg = self.env.rng, self.env.device, self.cfg
-        u = torch.rand(n, 7, generator=g, device=dev)
-        twist = self.lo + self.width * u[:, :3]
+        u = torch.rand(n, _STATE_WIDTH, generator=g, device=dev)
+        draw = torch.addcmul(self.draw_low, self.draw_width, u)
+        draw[:, 3:5] = draw[:, 3:5] >= 0.0  # moving: u >= standing_fraction; heading: u <= heading_fraction
         if cfg.single_axis_fraction > 0.0:  # drawn only when asked, so the default keeps its stream
             v = torch.rand(n, 2, generator=g, device=dev)
             kept_axis = (v[:, 1] * 3.0).long().clamp_(max=2)
             other_axes = constant((0, 1, 2), dev, torch.int64) != kept_axis[:, None]
-            twist = twist.masked_fill(other_axes & (v[:, :1] < cfg.single_axis_fraction), 0.0)
-        standing = u[:, 3] < cfg.standing_fraction
-        heading_env = (u[:, 4] < cfg.heading_fraction) if cfg.heading_command else torch.zeros_like(standing)
-        h0, h1 = cfg.heading_range
-        heading = h0 + (h1 - h0) * u[:, 5]
-        t0, t1 = cfg.resampling_time_range_s
-        period = t0 + (t1 - t0) * u[:, 6]
-        return twist, standing, heading_env, heading, period
+            draw[:, :3].masked_fill_(other_axes & (v[:, :1] < cfg.single_axis_fraction), 0.0)
+        return draw
 
     def step(self, dt: float) -> None:
         if self.held:
@@ -103,20 +113,15 @@ class UniformVelocityCommand(CommandTerm):
         self._update()
 
     def _keep_candidates_where(self, rows: torch.Tensor) -> None:
-        twist, standing, heading_env, heading, period = self._candidates
-        torch.where(rows[:, None], twist, self.sampled, out=self.sampled)
-        torch.where(rows, standing, self.is_standing, out=self.is_standing)
-        torch.where(rows, heading_env, self.is_heading, out=self.is_heading)
-        torch.where(rows, heading, self.heading_target, out=self.heading_target)
-        torch.where(rows, period, self.time_left, out=self.time_left)
+        torch.where(rows[:, None], self._candidates, self.state, out=self.state)
 
     def _update(self) -> None:
         cmd = self.sampled
         if self.cfg.heading_command:
             err = wrap_to_pi(self.heading_target - self.env.robot.heading_w)
             yaw_rate = (self.cfg.heading_stiffness * err).clamp(*self.ranges[2])
-            cmd = torch.cat((cmd[:, :2], torch.where(self.is_heading, yaw_rate, cmd[:, 2]).unsqueeze(1)), dim=1)
-        torch.mul(cmd, (~self.is_standing).unsqueeze(1), out=self.command)
+            cmd = torch.cat((cmd[:, :2], torch.where(self.heading_row > 0.5, yaw_rate, cmd[:, 2]).unsqueeze(1)), dim=1)
+        torch.mul(cmd, self.moving.unsqueeze(1), out=self.command)
 
     def reset(self, done: torch.Tensor) -> None:
         """Resample the ``done`` rows (masked: this step's candidates, no row list)."""
