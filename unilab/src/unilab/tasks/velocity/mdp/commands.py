@@ -22,7 +22,6 @@ from unilab.config import CommandTermCfg, Range, TimeRange
 from unilab.managers.command import CommandTerm
 from unilab.math import constant, wrap_to_pi
 
-
 _STATE_WIDTH = 7  # twist (3), moving, heading row, heading target, time left
 
 
