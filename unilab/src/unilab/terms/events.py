@@ -15,8 +15,11 @@ from unilab.math import constant
 
 
 def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
-    """U(lo, hi) of ``shape``; lo/hi are floats or tensors broadcasting to it."""
-    return lo + (hi - lo) * torch.rand(shape, generator=env.rng, device=env.device)
+    """U(lo, hi) of ``shape``; lo/hi are floats or tensors broadcasting to it. Either way the
+    generator advances as ``torch.rand(shape)`` would."""
+    if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor):
+        return torch.addcmul(lo, hi - lo, torch.rand(shape, generator=env.rng, device=env.device))
+    return torch.empty(shape, device=env.device).uniform_(lo, hi, generator=env.rng)  # one kernel
 
 
 # Yaw-about-z quaternion (c, 0, 0, s) times q = c * q + s * (-z, -y, x, w): the Hamilton
@@ -55,11 +58,12 @@ class push_by_velocity:
         if unknown:
             raise ValueError(f"velocity_range: unknown axes {sorted(unknown)}; valid: {list(keys)}")
         self.lo = torch.tensor([rng.get(k, (0.0, 0.0))[0] for k in keys], device=env.device)
-        self.hi = torch.tensor([rng.get(k, (0.0, 0.0))[1] for k in keys], device=env.device)
+        self.width = torch.tensor([rng.get(k, (0.0, 0.0))[1] for k in keys], device=env.device) - self.lo
 
     def __call__(self, env, txn) -> None:
         a, fired = env.robot.root_qvel_adr, txn.rows
-        txn.qvel[:, a:a + 6].addcmul_(_uniform(env, (fired.shape[0], 6), self.lo, self.hi), fired.unsqueeze(1))
+        twist = torch.addcmul(self.lo, self.width, torch.rand((fired.shape[0], 6), generator=env.rng, device=env.device))
+        txn.qvel[:, a:a + 6].addcmul_(twist, fired.unsqueeze(1))
 
 
 class _ModelFieldEvent(abc.ABC):

@@ -44,7 +44,11 @@ class reset_from_motion:
         self.soft_lo, self.soft_hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
 
     def _uniform(self, env, shape, lo, width) -> torch.Tensor:
-        return lo + width * torch.rand(shape, generator=env.rng, device=env.device)
+        """U(lo, lo + width), advancing the generator as ``torch.rand(shape)`` would, in one kernel
+        after the draw (tensor ranges) or in the draw itself (float ranges)."""
+        if isinstance(lo, torch.Tensor):
+            return torch.addcmul(lo, width, torch.rand(shape, generator=env.rng, device=env.device))
+        return torch.empty(shape, device=env.device).uniform_(lo, lo + width, generator=env.rng)
 
     def __call__(self, env, txn) -> None:
         robot, n = env.robot, txn.reset_qpos.shape[0]
