@@ -77,8 +77,8 @@ class _Group:
                 shared[key] = out
             outs.append(out)
         x = torch.cat(outs, dim=1) if len(outs) > 1 else outs[0].clone()
-        if self.has_noise:
-            x = x + self.noise_lo + self.noise_width * torch.rand(x.shape, generator=env.rng, device=x.device)
+        if self.has_noise:  # x is this frame's own tensor (cat or clone), so in place: 3 kernels, not 4
+            x.add_(self.noise_lo).addcmul_(self.noise_width, torch.rand(x.shape, generator=env.rng, device=x.device))
         if self.has_clip:
             x = torch.clamp(x, self.clip_lo, self.clip_hi)
         if self.has_scale:
