@@ -14,12 +14,13 @@ import torch
 from unilab.math import constant
 
 
-def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
-    """U(lo, hi) of ``shape``; lo/hi are floats or tensors broadcasting to it. Either way the
-    generator advances as ``torch.rand(shape)`` would."""
-    if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor):
-        return torch.addcmul(lo, hi - lo, torch.rand(shape, generator=env.rng, device=env.device))
-    return torch.empty(shape, device=env.device).uniform_(lo, hi, generator=env.rng)  # one kernel
+def uniform(env, shape: tuple[int, ...], lo, width) -> torch.Tensor:
+    """U(lo, lo + width) of ``shape`` from the env's generator, advancing it as ``torch.rand(shape)``
+    would. ``lo`` and ``width`` are both floats (one kernel: the draw lands in range) or ``lo`` is a
+    tensor broadcasting to ``shape`` (one ``addcmul`` after the draw)."""
+    if isinstance(lo, torch.Tensor):
+        return torch.addcmul(lo, width, torch.rand(shape, generator=env.rng, device=env.device))
+    return torch.empty(shape, device=env.device).uniform_(lo, lo + width, generator=env.rng)
 
 
 # Yaw-about-z quaternion (c, 0, 0, s) times q = c * q + s * (-z, -y, x, w): the Hamilton
@@ -29,7 +30,7 @@ def _uniform(env, shape: tuple[int, ...], lo, hi) -> torch.Tensor:
 def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159)) -> None:
     """Random heading about world z, composed with the keyframe's base orientation."""
     a = env.robot.root_qpos_adr
-    half = 0.5 * _uniform(env, (txn.reset_qpos.shape[0], 1), yaw_range[0], yaw_range[1])
+    half = 0.5 * uniform(env, (txn.reset_qpos.shape[0], 1), yaw_range[0], yaw_range[1] - yaw_range[0])
     q = txn.reset_qpos[:, a + 3:a + 7]
     perm = q.index_select(1, constant((3, 2, 1, 0), q.device, torch.int64)) * constant((-1.0, -1.0, 1.0, 1.0), q.device)
     txn.reset_qpos[:, a + 3:a + 7] = q * torch.cos(half) + perm * torch.sin(half)
@@ -40,11 +41,13 @@ def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0
     """Uniform offsets on actuated joint positions (kept inside the joint range) and velocities."""
     n, robot = txn.reset_qpos.shape[0], env.robot
     shape = (n, len(robot.joint_names))
-    qpos = txn.reset_qpos[:, robot.joint_qpos_index] + _uniform(env, shape, *position_range)
+    qpos = txn.reset_qpos[:, robot.joint_qpos_index] + uniform(env, shape, position_range[0],
+                                                                position_range[1] - position_range[0])
     lim = robot.joint_limits
     txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(qpos, lim[:, 0], lim[:, 1])
     if tuple(velocity_range) != (0.0, 0.0):
-        txn.reset_qvel[:, robot.joint_qvel_index] += _uniform(env, shape, *velocity_range)
+        txn.reset_qvel[:, robot.joint_qvel_index] += uniform(env, shape, velocity_range[0],
+                                                             velocity_range[1] - velocity_range[0])
 
 
 class push_by_velocity:
@@ -62,8 +65,7 @@ class push_by_velocity:
 
     def __call__(self, env, txn) -> None:
         a, fired = env.robot.root_qvel_adr, txn.rows
-        twist = torch.addcmul(self.lo, self.width, torch.rand((fired.shape[0], 6), generator=env.rng, device=env.device))
-        txn.qvel[:, a:a + 6].addcmul_(twist, fired.unsqueeze(1))
+        txn.qvel[:, a:a + 6].addcmul_(uniform(env, (fired.shape[0], 6), self.lo, self.width), fired.unsqueeze(1))
 
 
 class _ModelFieldEvent(abc.ABC):
@@ -100,7 +102,7 @@ class _ModelFieldEvent(abc.ABC):
 
     def __call__(self, env, txn) -> None:
         lo, hi = self.draw_bounds(env)
-        self.write(env, txn, self.scaled(_uniform(env, self.factor_shape(env), lo, hi)))
+        self.write(env, txn, self.scaled(uniform(env, self.factor_shape(env), lo, hi - lo)))
 
     def write(self, env, txn, values: torch.Tensor) -> None:
         """Write ``values`` (N, ...) for every row; rows outside ``txn.rows`` (at reset,

@@ -6,6 +6,7 @@ import torch
 
 from unilab import math as lm
 from unilab.tasks.tracking.mdp.commands import MotionCommand
+from unilab.terms.events import uniform
 from unilab.terms.rewards import soft_joint_limits
 
 _POSE_AXES = ("x", "y", "z", "roll", "pitch", "yaw")
@@ -43,19 +44,12 @@ class reset_from_motion:
         self.joint_lo, self.joint_hi = p.get("joint_position_range", (0.0, 0.0))
         self.soft_lo, self.soft_hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
 
-    def _uniform(self, env, shape, lo, width) -> torch.Tensor:
-        """U(lo, lo + width), advancing the generator as ``torch.rand(shape)`` would, in one kernel
-        after the draw (tensor ranges) or in the draw itself (float ranges)."""
-        if isinstance(lo, torch.Tensor):
-            return torch.addcmul(lo, width, torch.rand(shape, generator=env.rng, device=env.device))
-        return torch.empty(shape, device=env.device).uniform_(lo, lo + width, generator=env.rng)
-
     def __call__(self, env, txn) -> None:
         robot, n = env.robot, txn.reset_qpos.shape[0]
         pos, quat, lin_vel, ang_vel_w, joints, joint_vel = self.command.state_frame(
             "root_pos", "root_quat", "root_lin_vel", "root_ang_vel", "joint_pos", "joint_vel")
-        pose = self._uniform(env, (n, 6), self.pose_lo, self.pose_width)
-        vel = self._uniform(env, (n, 6), self.vel_lo, self.vel_width)
+        pose = uniform(env, (n, 6), self.pose_lo, self.pose_width)
+        vel = uniform(env, (n, 6), self.vel_lo, self.vel_width)
         quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), quat)
         a, b = robot.root_qpos_adr, robot.root_qvel_adr
         torch.add(pos, pose[:, :3], out=txn.reset_qpos[:, a:a + 3])  # into the slice: no extra copy
@@ -64,6 +58,6 @@ class reset_from_motion:
         # The free joint's angular velocity is in the body frame.
         txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
         if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
-            joints = joints + self._uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
+            joints = joints + uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
         txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(joints, self.soft_lo, self.soft_hi)
         txn.reset_qvel[:, robot.joint_qvel_index] = joint_vel
