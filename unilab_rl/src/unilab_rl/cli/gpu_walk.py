@@ -72,15 +72,16 @@ def main(argv: list[str] | None = None) -> int:
     code = train_cli.main(train_argv)
     if code != 0 or not args.eval:
         return code
-    eval_argv = ["--checkpoint", str(args.out / "run"), "--out", str(args.out / "eval"), *eval_options]
-    print("gpu_walk: unilab-eval " + " ".join(eval_argv), flush=True)
-    code = eval_cli.main(eval_argv)
+    def judge(folder: str, *flags: str) -> int:
+        eval_argv = ["--checkpoint", str(args.out / "run"), "--out", str(args.out / folder), *flags, *eval_options]
+        print("gpu_walk: unilab-eval " + " ".join(eval_argv), flush=True)
+        return eval_cli.main(eval_argv)
+
+    code = judge("eval")
     if code in (0, EXIT_FAILED) and kept_averaged_policy(args.out / "run"):
         # The average is what acts and what the exit code reports; the latest actor is judged
         # beside it so the run itself says whether the average pays.
-        latest_argv = [*eval_argv[:3], str(args.out / "eval-latest-actor"), "--latest-actor", *eval_options]
-        print("gpu_walk: unilab-eval " + " ".join(latest_argv), flush=True)
-        latest_code = eval_cli.main(latest_argv)
+        latest_code = judge("eval-latest-actor", "--latest-actor")
         if latest_code not in (0, EXIT_FAILED):
             return latest_code
     return code

@@ -58,8 +58,9 @@ def load_policy(document: dict[str, Any], env: RunnerEnv, latest_actor: bool = F
             f"{trained['action_dim']}; this env has {spec.observation_spec} and {spec.action_dim}")
     algorithm = lookup(document["algo"])
     # Compiling the networks pays off over thousands of updates, not over a few episodes.
-    config = algorithm.config_class.model_validate({
-        **document["algo_config"], "compile": False, **({"averaged_policy_tau": 0.0} if latest_actor else {})})
+    # Acting with the latest actor: the learner keeps no average (acting_actor decides which).
+    latest = {"averaged_policy_tau": 0.0} if acting_actor(document, latest_actor) == "latest" else {}
+    config = algorithm.config_class.model_validate({**document["algo_config"], "compile": False, **latest})
     agent = build_agent(document["algo"], spec, config, spec.device)
     agent.load_state_dict(document["agent"])
     return agent
