@@ -141,3 +141,17 @@ def test_terminated_and_truncated_from_interleaved_time_out_columns():
     assert truncated.tolist() == [True, False, False, True, False]  # a fall on a time-out step is a fall
     terminated, truncated = split_fired(fired, None, time_out_cols)  # a task without terminal terms
     assert not terminated.any() and truncated.tolist() == [True, False, True, True, False]
+
+
+def test_one_time_out_column_and_contiguous_terminal_columns_give_the_same_split():
+    # Columns: terminal, terminal, time-out. The single time-out column is read as a view and the
+    # terminal ones as a slice; the split must equal the gathered one's.
+    from unilab.managers.termination import _columns, split_fired
+
+    cpu = torch.device("cpu")
+    assert _columns([2], cpu) == slice(2, 3) and _columns([0, 1], cpu) == slice(0, 2)
+    fired = torch.tensor([[0, 0, 1], [1, 0, 1], [0, 1, 0], [0, 0, 0]], dtype=torch.bool)
+    terminated, truncated = split_fired(fired, slice(0, 2), slice(2, 3))
+    gathered = split_fired(fired, torch.tensor([0, 1]), torch.tensor([2]))
+    assert terminated.tolist() == gathered[0].tolist() == [False, True, True, False]
+    assert truncated.tolist() == gathered[1].tolist() == [True, False, False, False]

@@ -258,7 +258,8 @@ class ManagerBasedRlEnv:
         """Every manager's reset bookkeeping for the ``done`` rows, masked (no row list, so
         no host sync; on a DEVICE plane it queues behind physics), and the transaction's
         state filled by the events."""
-        interval = self._no_rows_mask if pushed is None else pushed & ~done
+        # For bools, a > b is a and not b: pushed rows that do not reset, in one kernel.
+        interval = self._no_rows_mask if pushed is None else torch.gt(pushed, done)
         metrics = self.metric_manager if log else None
         if log:
             self.metric_manager.episodes_ended(done)

@@ -78,7 +78,8 @@ class EventManager:
         self.time_left -= dt
         torch.le(self.time_left, 0.0, out=self.fired)
         torch.where(self.fired, self._periods(env, env.num_envs), self.time_left, out=self.time_left)
-        return self.fired.any(dim=1)
+        # One interval term's column is the mask itself: a view, no kernel.
+        return self.fired[:, 0] if len(self.interval_terms) == 1 else self.fired.any(dim=1)
 
     def apply(self, env, txn: StateTransaction) -> None:
         """Reset terms fill every row's episode start (model-field terms write the reset

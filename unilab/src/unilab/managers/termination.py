@@ -75,6 +75,8 @@ def split_fired(fired: torch.Tensor, terminal_cols: slice | torch.Tensor | None,
 def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None) -> torch.Tensor:
     if cols is None:
         return torch.zeros(fired.shape[0], dtype=torch.bool, device=fired.device)
+    if isinstance(cols, slice) and cols.stop - cols.start == 1:
+        return fired[:, cols.start]  # one column is its own "any": a view, no kernel
     part = fired[:, cols] if isinstance(cols, slice) else fired.index_select(1, cols)
     return part.any(dim=1)
 

@@ -107,11 +107,13 @@ def g1_motion_tracking() -> EnvCfg:
         },
         rewards={"tracking": RewardTermCfg(func=tracking_rewards, weights=dict(WEIGHTS), params={
             **ref, "std": dict(STD), "soft_factor": 0.9, "contact_sensor": "undesired"})},
+        # The two time-outs (the clip's end, the episode's) sit side by side as the last columns:
+        # the manager then reads each kind of column as a slice (a view), not a gather.
         terminations={
-            "time_out": TerminationTermCfg(func=term.time_out, time_out=True),
             "tracking": TerminationTermCfg(func=tracking_terminations, time_out_components=("clip_end",), params={
                 **ref, "anchor_height": 0.25, "anchor_ori": 0.8, "end_effector_height": 0.25,
                 "end_effectors": END_EFFECTORS}),
+            "time_out": TerminationTermCfg(func=term.time_out, time_out=True),
         },
         events={
             "reset_from_motion": EventTermCfg(func=trk_ev.reset_from_motion, mode="reset", params={
