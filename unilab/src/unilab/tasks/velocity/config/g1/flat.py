@@ -144,8 +144,9 @@ def g1_walk_flat() -> EnvCfg:
             "push": EventTermCfg(func=ev.push_by_velocity, mode="interval", interval_range_s=(5.0, 10.0),
                                  params={"velocity_range": {"x": (-0.5, 0.5), "y": (-0.5, 0.5)}}),
         },
-        # The forward range widens to the training range after WIDEN_STEP env steps, a point the GPU
-        # presets reach within their first ~80 s (FastSAC ~11k env steps in 5 min at 4096 envs).
+        # The forward range widens to the training range after WIDEN_STEP vectorized env steps
+        # (12.3M env steps at 4096 envs), which FastSAC's GPU preset reaches about 60 s into training
+        # at ~210k env-steps/s: a 90-s run trains the fastest commands for its last ~30 s.
         curriculum={"command_ranges": CurriculumTermCfg(func=vel_cur.command_range_stages, params={
             "command_name": COMMAND,
             "stages": [{"step": 0, "lin_vel_x": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0)},
