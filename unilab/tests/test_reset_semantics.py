@@ -155,3 +155,7 @@ def test_one_time_out_column_and_contiguous_terminal_columns_give_the_same_split
     gathered = split_fired(fired, torch.tensor([0, 1]), torch.tensor([2]))
     assert terminated.tolist() == gathered[0].tolist() == [False, True, True, False]
     assert truncated.tolist() == gathered[1].tolist() == [True, False, False, False]
+    # What a step returns owns its memory: one terminal column is not handed out as a view.
+    terminated, truncated = split_fired(fired, slice(0, 1), slice(1, 3))
+    assert terminated.is_contiguous() and terminated.data_ptr() != fired.data_ptr()
+    assert terminated.tolist() == [False, True, False, False] and truncated.tolist() == [True, False, True, False]

@@ -68,15 +68,16 @@ def split_fired(fired: torch.Tensor, terminal_cols: slice | torch.Tensor | None,
     """(terminated, truncated) of a fired (N, K) bool matrix: a row is terminated when a terminal
     column fired, truncated when only time-out columns did (a fall on a time-out step is a fall)."""
     terminated = _any_of(fired, terminal_cols)
-    # For bools, a > b is a and not b: a time-out fired and no terminal condition did.
-    return terminated, torch.gt(_any_of(fired, time_out_cols), terminated)
+    # For bools, a > b is a and not b: a time-out fired and no terminal condition did. The
+    # time-outs are only read here, so a single column may stay a view of ``fired``.
+    return terminated, torch.gt(_any_of(fired, time_out_cols, view_ok=True), terminated)
 
 
-def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None) -> torch.Tensor:
+def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None, view_ok: bool = False) -> torch.Tensor:
     if cols is None:
         return torch.zeros(fired.shape[0], dtype=torch.bool, device=fired.device)
-    if isinstance(cols, slice) and cols.stop - cols.start == 1:
+    if view_ok and isinstance(cols, slice) and cols.stop - cols.start == 1:
         return fired[:, cols.start]  # one column is its own "any": a view, no kernel
     part = fired[:, cols] if isinstance(cols, slice) else fired.index_select(1, cols)
-    return part.any(dim=1)
+    return part.any(dim=1)  # a new contiguous mask: what a step returns is no view of ``fired``
 
