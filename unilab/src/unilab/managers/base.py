@@ -20,6 +20,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import torch
 from unisim import Feature
 
 from unilab.robot import MissingCapability
@@ -111,3 +112,11 @@ def reset_terms(terms: list[Term], done) -> None:
     for t in terms:
         if t.reset is not None:
             t.reset(done)
+
+
+def any_column(fired: torch.Tensor) -> torch.Tensor:
+    """Rows of an (N, K) bool matrix where any column is set. With one column that column is
+    the answer: a view of ``fired``, no kernel; only for masks read within the step that
+    made ``fired`` (a view changes when ``fired`` is written again)."""
+    return fired[:, 0] if fired.shape[1] == 1 else fired.any(dim=1)
+

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from unilab.config import EventTermCfg
-from unilab.managers.base import build_term
+from unilab.managers.base import any_column, build_term
 
 
 @dataclass
@@ -78,8 +78,7 @@ class EventManager:
         self.time_left -= dt
         torch.le(self.time_left, 0.0, out=self.fired)
         torch.where(self.fired, self._periods(env, env.num_envs), self.time_left, out=self.time_left)
-        # One interval term's column is the mask itself: a view, no kernel.
-        return self.fired[:, 0] if len(self.interval_terms) == 1 else self.fired.any(dim=1)
+        return any_column(self.fired)  # read within this step only (the reset transaction)
 
     def apply(self, env, txn: StateTransaction) -> None:
         """Reset terms fill every row's episode start (model-field terms write the reset

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from unilab.config import TerminationTermCfg
-from unilab.managers.base import build_term, reset_terms
+from unilab.managers.base import any_column, build_term, reset_terms
 from unilab.robot import index_or_slice
 
 
@@ -76,8 +76,7 @@ def split_fired(fired: torch.Tensor, terminal_cols: slice | torch.Tensor | None,
 def _any_of(fired: torch.Tensor, cols: slice | torch.Tensor | None, view_ok: bool = False) -> torch.Tensor:
     if cols is None:
         return torch.zeros(fired.shape[0], dtype=torch.bool, device=fired.device)
-    if view_ok and isinstance(cols, slice) and cols.stop - cols.start == 1:
-        return fired[:, cols.start]  # one column is its own "any": a view, no kernel
     part = fired[:, cols] if isinstance(cols, slice) else fired.index_select(1, cols)
-    return part.any(dim=1)  # a new contiguous mask: what a step returns is no view of ``fired``
+    # Without view_ok a new contiguous mask: what a step returns is no view of ``fired``.
+    return any_column(part) if view_ok else part.any(dim=1)
 
