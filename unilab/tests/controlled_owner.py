@@ -29,11 +29,11 @@ def force_done(env, mask) -> None:
     forced.mask = torch.as_tensor(mask, dtype=torch.bool, device=env.device)
 
 
-def _controlled() -> unilab.config.EnvCfg:
+def controlled_cfg() -> unilab.config.EnvCfg:
     cfg = g1_walk_flat()
     cfg.terminations["forced"] = TerminationTermCfg(func=ForcedDone)
     cfg.events.pop("push")
     return cfg
 
 
-register_task("test_controlled", _controlled)
+register_task("test_controlled", controlled_cfg)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from controlled_owner import force_done
+from controlled_owner import controlled_cfg, force_done
 from unilab.config import MetricTermCfg, RecorderTermCfg
 from unilab.registry import register_task
 from unilab.tasks.velocity.config.g1.flat import g1_walk_flat
@@ -148,3 +148,42 @@ def test_without_single_axis_draws_the_command_stream_is_the_jointly_sampled_box
     env.rng.set_state(state)
     u = torch.rand(64, 7, generator=env.rng, device=env.device)
     assert torch.equal(draws, twist.lo + twist.width * u[:, :3])
+
+
+def _first_step(make_env, task="test_controlled", overrides=None):
+    env = make_env(task=task, overrides=overrides)
+    obs, *_ = env.step(torch.zeros(N, env.action_dim))
+    return env, obs
+
+
+def test_a_policy_group_opening_the_critic_reads_its_head_and_keeps_its_noise_to_itself(make_env):
+    noisy_env, noisy = _first_step(make_env)
+    _, clean = _first_step(make_env, overrides=["observations.policy.enable_corruption=false"])
+    assert noisy_env.observation_manager.head_of["policy"].name == "critic"
+    d = noisy_env.observation_spec["policy"]
+    assert torch.equal(noisy["critic"], clean["critic"])  # the policy's noise did not reach the critic
+    assert not torch.equal(noisy["policy"], clean["policy"])  # it reached the policy
+    assert torch.equal(clean["policy"], clean["critic"][:, :d])
+    assert clean["policy"].data_ptr() != clean["critic"].data_ptr()  # a tensor of its own
+
+
+def _noisy_critic_first():
+    """The critic group first and corrupted (the policy's noise on its policy terms), the
+    policy after it, clean: the policy reads the head of a frame its source corrupts later."""
+    cfg = controlled_cfg()
+    policy, critic = cfg.observations["policy"], cfg.observations["critic"]
+    for name, term in policy.terms.items():
+        critic.terms[name].noise = term.noise
+    critic.enable_corruption, policy.enable_corruption = True, False
+    cfg.observations = {"critic": critic, "policy": policy}
+    return cfg
+
+
+def test_a_group_read_from_a_corrupted_source_gets_the_frame_before_the_noise(make_env):
+    register_task("test_noisy_critic_first", _noisy_critic_first)
+    env, obs = _first_step(make_env, task="test_noisy_critic_first")
+    _, clean = _first_step(make_env, overrides=["observations.policy.enable_corruption=false"])
+    assert env.observation_manager.head_of["policy"].name == "critic"
+    d = env.observation_spec["policy"]
+    assert torch.equal(obs["policy"], clean["policy"])
+    assert not torch.equal(obs["critic"][:, :d], clean["critic"][:, :d])  # the critic's own noise

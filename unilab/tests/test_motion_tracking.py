@@ -8,6 +8,7 @@ import pytest
 import torch
 from fk_clip import synthetic_clip
 from unilab.assets.motion.io import save_clip
+from unilab.managers.event import StateTransaction
 from unilab.tasks.tracking.mdp.sampling import StartSampler
 from unisim.host_sync import HostSyncProbe
 
@@ -182,3 +183,16 @@ def test_the_walk_run_variant_tracks_every_pinned_walk_and_run_clip_and_is_judge
     # A zero policy falls on every clip: each case is judged on its own.
     assert all(c["success_rate"] == 0.0 and not c["passed"] for c in report["cases"])
     assert not report["passed"]
+
+
+def test_the_reset_event_writes_every_column_of_every_row_so_the_env_skips_the_default_refill(make_env, clip_file):
+    env = make_env(task="g1_motion_tracking", num_envs=N, overrides=_overrides(clip_file))
+    assert env.event_manager.fills_reset_state
+    nq, nv = env.default_qpos.shape[0], env.default_qvel.shape[0]
+    nan = float("nan")
+    txn = StateTransaction(torch.ones(N, dtype=torch.bool), torch.zeros(N, dtype=torch.bool),
+                           torch.full((N, nq), nan), torch.full((N, nv), nan), env.robot.qvel.clone())
+    env.event_manager.apply(env, txn)
+    assert torch.isfinite(txn.reset_qpos).all() and torch.isfinite(txn.reset_qvel).all()
+    # Walking's reset events write parts of the state over the default pose: it keeps the refill.
+    assert not make_env(task="g1_walk_flat", num_envs=N).event_manager.fills_reset_state

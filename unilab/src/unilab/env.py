@@ -125,6 +125,11 @@ class ManagerBasedRlEnv:
         self.recorder_manager = RecorderManager(cfg.recorders, self)
         self._all_rows_mask = torch.ones(num_envs, dtype=torch.bool, device=self.device)
         self._no_rows_mask = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        # The episode starts the reset events fill. Refilled from the default pose at each
+        # transaction, unless a reset event overwrites all of it every time (then the same
+        # storage serves every step: two full-state copies fewer per step).
+        self._reset_state = (self.default_qpos.expand(num_envs, -1).clone(),
+                             self.default_qvel.expand(num_envs, -1).clone())
         self.event_manager.startup(self, self._transaction(self._all_rows_mask, self._no_rows_mask))
         self.obs = self.reset()
 
@@ -275,9 +280,10 @@ class ManagerBasedRlEnv:
         return txn
 
     def _transaction(self, reset: torch.Tensor, interval: torch.Tensor) -> StateTransaction:
-        n = self.num_envs
-        return StateTransaction(reset, interval, self.default_qpos.expand(n, -1).clone(),
-                                self.default_qvel.expand(n, -1).clone(), self.robot.qvel.clone())
+        qpos, qvel = self._reset_state
+        if not self.event_manager.fills_reset_state:
+            qpos, qvel = qpos.copy_(self.default_qpos), qvel.copy_(self.default_qvel)
+        return StateTransaction(reset, interval, qpos, qvel, self.robot.qvel.clone())
 
     def _commit(self, txn: StateTransaction) -> None:
         """ONE ``set_state_where`` call for the rows that reset (their episode start) or were

@@ -52,6 +52,7 @@ class RobotState:
         hi = [j.range[1] if j.range else float("inf") for j in joints]
         self.joint_limits = torch.tensor([lo, hi], dtype=torch.float32, device=self.device).T.contiguous()
         self._cache: dict = {}
+        self._gravity_read = False  # see _root_vectors_b
         self._views = None
         self._slices: dict[str, torch.Tensor] = {}
         self._fresh = False
@@ -166,16 +167,21 @@ class RobotState:
 
     @property
     def root_lin_vel_b(self) -> torch.Tensor:
-        return self._root_vectors_b()[:, 0]
+        if self._gravity_read:
+            return self._root_vectors_b()[:, 0]
+        return self._get("root_lin_vel_b", lambda: lm.quat_apply_inverse(self.root_quat_w, self.root_lin_vel_w))
 
     @property
     def projected_gravity_b(self) -> torch.Tensor:
         """World gravity direction (0, 0, -1) in the base frame."""
+        self._gravity_read = True
         return self._root_vectors_b()[:, 1]
 
     def _root_vectors_b(self) -> torch.Tensor:
         """The base velocity and the gravity direction rotated into the base frame together,
-        (N, 2, 3): one rotation's kernels for both, where each alone would cost the same."""
+        (N, 2, 3): one rotation's kernels for both, where each alone would cost the same. Until
+        a task first reads the gravity direction, the velocity rotates alone (a task that never
+        reads it pays no stacking)."""
         def rotate() -> torch.Tensor:
             lin_vel = self.root_lin_vel_w
             down = lm.constant((0.0, 0.0, -1.0), self.device).expand_as(lin_vel)

@@ -290,18 +290,18 @@ class TrackingReference:
         reward = weighted.sum(1)
         if self.telemetry:
             self.episode_sums += weighted
-            self.metric_sums[:5] += torch.stack((pos_sq[:, 0].sqrt().mean(), ang[:, 0].mean(),
+            self.metric_sums[:5].add_(torch.stack((pos_sq[:, 0].sqrt().mean(), ang[:, 0].mean(),
                                                  pos_sq[:, 1:].sqrt().mean(), ang[:, 1:].mean(),
-                                                 (ref[:, c["joint_pos"]] - q).abs().mean()))
+                                                 (ref[:, c["joint_pos"]] - q).abs().mean())))
 
         # Command advance; push timers tick.
         torch.minimum(self.frame + 1, self.last_frame, out=self.frame)
         if self.pushes:
             self.push_time_left -= self.step_dt
             fired = self.push_time_left <= 0.0
-            torch.where(fired, self.period_lo + self.period_w * torch.rand(n, 1, generator=self.rng,
-                                                                           device=self.device),
-                        self.push_time_left, out=self.push_time_left)
+            period = torch.empty(n, 1, device=self.device).uniform_(self.period_lo, self.period_lo + self.period_w,
+                                                                    generator=self.rng)
+            torch.where(fired, period, self.push_time_left, out=self.push_time_left)
             pushed = fired[:, 0]
         else:
             pushed = None
@@ -326,8 +326,7 @@ class TrackingReference:
         self.sampler.record(self.clip, self.frame - 1, failed)  # the failing state's frame
         if self.telemetry:
             entropy, top = self.sampler.entropy_and_top()
-            self.metric_sums[5] += entropy
-            self.metric_sums[6] += top
+            self.metric_sums[5:].add_(torch.stack((entropy, top)))  # in place on the slice: no copy back
         clip, frame = self.sampler.sample(n, rng)
         self._set_frames(done, clip, frame + 1)
         self.episode_length.masked_fill_(done, 0)
@@ -335,8 +334,8 @@ class TrackingReference:
         ref = torch.index_select(self.table, 0, self.index - 1, out=self.start_ref)
 
         # The episode start of every row (only done rows are committed): the frame's state + noise.
-        pose = self.pose_lo + self.pose_w * torch.rand(n, 6, generator=rng, device=dev)
-        vel = self.vel_lo + self.vel_w * torch.rand(n, 6, generator=rng, device=dev)
+        pose = torch.addcmul(self.pose_lo, self.pose_w, torch.rand(n, 6, generator=rng, device=dev))
+        vel = torch.addcmul(self.vel_lo, self.vel_w, torch.rand(n, 6, generator=rng, device=dev))
         quat = lm.quat_mul(lm.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), ref[:, c["root_quat"]])
         rq, rv, nj = self.reset_qpos, self.reset_qvel, self.nj
         torch.add(ref[:, c["root_pos"]], pose[:, :3], out=rq[:, 0:3])
@@ -346,15 +345,16 @@ class TrackingReference:
         joints = ref[:, c["joint_pos"]]
         if self.joint_noise != (0.0, 0.0):
             lo, hi = self.joint_noise
-            joints = joints + (lo + (hi - lo) * torch.rand(joints.shape, generator=rng, device=dev))
+            joints = torch.empty(joints.shape, device=dev).uniform_(lo, hi, generator=rng).add_(joints)
         torch.clamp(joints, self.soft_lo, self.soft_hi, out=rq[:, 7:7 + nj])
         rv[:, 6:6 + nj] = ref[:, c["joint_vel"]]
 
         views = self.backend.views()
         qpos = torch.where(rows, rq, views.qpos)
         if pushed is not None:
-            kick = (self.push_lo + self.push_w * torch.rand(n, 6, generator=rng, device=dev)) * pushed.unsqueeze(1)
-            qvel = torch.where(rows, rv, torch.cat((views.qvel[:, :6] + kick, views.qvel[:, 6:]), dim=1))
+            kick = torch.addcmul(self.push_lo, self.push_w, torch.rand(n, 6, generator=rng, device=dev))
+            qvel = torch.where(rows, rv, views.qvel)
+            qvel[:, :6].addcmul_(kick, torch.gt(pushed, done).unsqueeze(1))  # pushed rows that do not reset
             mask = done | pushed
         else:
             qvel = torch.where(rows, rv, views.qvel)

@@ -52,6 +52,9 @@ class EventManager:
         for t in self.interval_terms:
             if getattr(t.obj, "writes_model_field", False):
                 raise ValueError(f"events[interval] term {t.name!r}: model-field events run at startup or reset")
+        # A reset term that writes every column of every row's episode start (``fills_reset_state``)
+        # makes the env's refill of the transaction's state with the default pose, each step, moot.
+        self.fills_reset_state = any(getattr(t.obj, "fills_reset_state", False) for t in self.reset_terms)
         n, dev = env.num_envs, env.device
         self.time_left = torch.zeros(n, len(self.interval_terms), device=dev)
         if self.interval_terms:
@@ -62,7 +65,7 @@ class EventManager:
 
     def _periods(self, env, n: int) -> torch.Tensor:
         u = torch.rand(n, len(self.interval_terms), generator=env.rng, device=env.device)
-        return self.interval_lo + self.interval_width * u
+        return torch.addcmul(self.interval_lo, self.interval_width, u)  # lo + width * u in one kernel
 
     def startup(self, env, txn: StateTransaction) -> None:
         txn.rows = txn.reset

@@ -5,7 +5,9 @@ pass and its output reused; each group still applies its own noise, clip and sca
 
 Per-term noise, clip and scale are folded into per-column vectors of the group, so a
 group costs one concatenation plus at most three whole-group ops whatever its term
-count; a group without noise/clip/scale pays none of them. Noise is drawn from the env
+count; a group without noise/clip/scale pays none of them. A group whose terms are the first
+terms of another group (a policy group opening its critic group) takes the head of that
+group's concatenation instead of one of its own. Noise is drawn from the env
 RNG. History stacks the last ``history_length`` frames (oldest first); a reset row's
 history is refilled with its first post-reset frame.
 """
@@ -34,7 +36,7 @@ class _Group:
         # Terms that are the same function with the same params in several groups (the critic
         # usually repeats the policy's terms) are computed once per pass; a term with state
         # (``reset``) is always its own.
-        self._keys = [None if t.reset is not None else (t.cfg.func, repr(t.cfg.params)) for t in self.terms]
+        self.keys = [None if t.reset is not None else (t.cfg.func, repr(t.cfg.params)) for t in self.terms]
         self.frame_dim = sum(self.term_dims.values())
         self.history = cfg.history_length
         self.dim = self.frame_dim * self.history
@@ -66,9 +68,10 @@ class _Group:
                  for t in self.terms]
         return combine(parts, self.history, env.device, f"observations.{self.name}")
 
-    def frame(self, env, shared: dict) -> torch.Tensor:
+    def raw(self, env, shared: dict) -> torch.Tensor:
+        """This state's frame before noise, clip and scale: a tensor of its own (cat or clone)."""
         outs = []
-        for fn, key in zip(self._fns, self._keys):
+        for fn, key in zip(self._fns, self.keys):
             if key is not None and key in shared:
                 outs.append(shared[key])
                 continue
@@ -76,17 +79,23 @@ class _Group:
             if key is not None:
                 shared[key] = out
             outs.append(out)
-        x = torch.cat(outs, dim=1) if len(outs) > 1 else outs[0].clone()
-        if self.has_noise:  # x is this frame's own tensor (cat or clone), so in place: 3 kernels, not 4
-            x.add_(self.noise_lo).addcmul_(self.noise_width, torch.rand(x.shape, generator=env.rng, device=x.device))
-        if self.has_clip:
-            x = torch.clamp(x, self.clip_lo, self.clip_hi)
-        if self.has_scale:
-            x = x * self.scale
-        return x
+        return torch.cat(outs, dim=1) if len(outs) > 1 else outs[0].clone()
 
-    def compute(self, env, commit: bool, shared: dict) -> torch.Tensor:
-        x = self.frame(env, shared)
+    def finish(self, env, x: torch.Tensor, owned: bool, commit: bool) -> torch.Tensor:
+        """Noise, clip, scale and history on a raw frame. ``owned``: ``x`` is this group's own
+        tensor, changed in place (noise in 3 kernels, not 4); otherwise (a view of another
+        group's frame) the result is a new tensor and ``x`` is left as it is."""
+        if self.has_noise:
+            noise = torch.rand(x.shape, generator=env.rng, device=x.device)
+            x = x.add_(self.noise_lo) if owned else torch.add(x, self.noise_lo)
+            x.addcmul_(self.noise_width, noise)
+            owned = True
+        if self.has_clip:
+            x, owned = torch.clamp(x, self.clip_lo, self.clip_hi), True
+        if self.has_scale:
+            x, owned = x * self.scale, True
+        if not owned:
+            x = x.clone()
         if self.history == 1:
             return x
         # A fresh (just reset) row repeats its first frame over the whole history.
@@ -96,6 +105,13 @@ class _Group:
         if commit:
             self.commit_last()
         return stacked.reshape(x.shape[0], self.dim)
+
+    def starts(self, other: _Group) -> bool:
+        """Whether this group's terms are the first terms of ``other`` (same functions and
+        params, none with state): its raw frame is then the head of ``other``'s."""
+        n = len(self.keys)
+        return (other is not self and len(other.keys) > n and None not in self.keys
+                and other.keys[:n] == self.keys)
 
     def commit_last(self) -> None:
         if self.history > 1:
@@ -112,12 +128,35 @@ class ObservationManager:
     def __init__(self, cfg: dict[str, ObsGroupCfg], env) -> None:
         self.groups = [_Group(name, g, env) for name, g in cfg.items()]
         self.spec = {g.name: g.dim for g in self.groups}
+        # A group whose terms open another group (the policy's usually open the critic's) reads
+        # its raw frame as the head of that group's: one concatenation fewer per pass.
+        self.head_of: dict[str, _Group] = {}
+        for g in self.groups:
+            source = next((h for h in self.groups if g.starts(h) and h.name not in self.head_of), None)
+            if source is not None:
+                self.head_of[g.name] = source
+        sources = {h.name for h in self.head_of.values()}
+        # A source's frame changes in place only once the groups read from it are done (in order).
+        self._owned = {g.name: g.name not in sources
+                       or all(self._index(d) < self._index(g.name) for d, h in self.head_of.items() if h is g)
+                       for g in self.groups}
+
+    def _index(self, name: str) -> int:
+        return next(i for i, g in enumerate(self.groups) if g.name == name)
 
     def compute(self, env, commit: bool = True) -> dict[str, torch.Tensor]:
         """All groups for the current state; ``commit=False`` (final observations of rows
         about to reset) leaves the history buffers as they were."""
         shared: dict = {}  # outputs of terms several groups repeat, for this state only
-        return {g.name: g.compute(env, commit, shared) for g in self.groups}
+        raws = {g.name: g.raw(env, shared) for g in self.groups if g.name not in self.head_of}
+        out = {}
+        for g in self.groups:
+            source = self.head_of.get(g.name)
+            if source is None:
+                out[g.name] = g.finish(env, raws[g.name], self._owned[g.name], commit)
+            else:
+                out[g.name] = g.finish(env, raws[source.name][:, :g.frame_dim], False, commit)
+        return out
 
     def reset(self, done: torch.Tensor) -> None:
         for g in self.groups:

@@ -49,8 +49,10 @@ class TerminationManager:
         return self.terminated, self.truncated
 
     def reset(self, done: torch.Tensor, metrics=None) -> None:
+        """``metrics``: count the terms that fired at this step's ``compute``, whose done rows
+        these are (a row is done exactly when one of its terms fired, so no mask is needed)."""
         if metrics is not None and self.metric_slot is not None:
-            metrics.add(self.metric_slot, (self.fired & done.unsqueeze(1)).sum(dim=0))
+            metrics.add(self.metric_slot, self.fired.sum(dim=0))
         reset_terms(self.terms, done)
 
 

@@ -43,8 +43,11 @@ def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0
     shape = (n, len(robot.joint_names))
     qpos = txn.reset_qpos[:, robot.joint_qpos_index] + uniform(env, shape, position_range[0],
                                                                 position_range[1] - position_range[0])
-    lim = robot.joint_limits
-    txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(qpos, lim[:, 0], lim[:, 1])
+    lim, cols = robot.joint_limits, robot.joint_qpos_index
+    if isinstance(cols, slice):  # contiguous joints: clamped straight into the slice, no extra copy
+        torch.clamp(qpos, lim[:, 0], lim[:, 1], out=txn.reset_qpos[:, cols])
+    else:
+        txn.reset_qpos[:, cols] = torch.clamp(qpos, lim[:, 0], lim[:, 1])
     if tuple(velocity_range) != (0.0, 0.0):
         txn.reset_qvel[:, robot.joint_qvel_index] += uniform(env, shape, velocity_range[0],
                                                              velocity_range[1] - velocity_range[0])

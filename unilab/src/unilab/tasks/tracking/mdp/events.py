@@ -23,6 +23,7 @@ class reset_from_motion:
     pitch yaw; velocities in the world frame); joint_position_range (lo, hi) rad;
     soft_factor (fraction of each joint range kept)."""
 
+
     def __init__(self, cfg, env) -> None:
         p = cfg.params
         self.command = env.command_manager.term(p["command_name"], "reset_from_motion")
@@ -43,6 +44,12 @@ class reset_from_motion:
         self.pose_width, self.vel_width = pose_hi - self.pose_lo, vel_hi - self.vel_lo
         self.joint_lo, self.joint_hi = p.get("joint_position_range", (0.0, 0.0))
         self.soft_lo, self.soft_hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
+        # Every row gets the root and the robot's joints; when those are all of qpos and qvel (no
+        # other body in the scene), the env need not refill the rest with its default pose.
+        robot = env.robot
+        self.fills_reset_state = (
+            _columns(robot.root_qpos_adr, 7, robot.joint_qpos_index) == set(range(env.default_qpos.shape[0]))
+            and _columns(robot.root_qvel_adr, 6, robot.joint_qvel_index) == set(range(env.default_qvel.shape[0])))
 
     def __call__(self, env, txn) -> None:
         robot, n = env.robot, txn.reset_qpos.shape[0]
@@ -59,5 +66,14 @@ class reset_from_motion:
         txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
         if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
             joints = joints + uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
-        txn.reset_qpos[:, robot.joint_qpos_index] = torch.clamp(joints, self.soft_lo, self.soft_hi)
+        cols = robot.joint_qpos_index
+        if isinstance(cols, slice):  # contiguous joints: clamped straight into the slice, no extra copy
+            torch.clamp(joints, self.soft_lo, self.soft_hi, out=txn.reset_qpos[:, cols])
+        else:
+            txn.reset_qpos[:, cols] = torch.clamp(joints, self.soft_lo, self.soft_hi)
         txn.reset_qvel[:, robot.joint_qvel_index] = joint_vel
+
+
+def _columns(root_adr: int, root_width: int, joints: slice | list[int]) -> set[int]:
+    joint_cols = range(joints.start, joints.stop) if isinstance(joints, slice) else joints
+    return {*range(root_adr, root_adr + root_width), *joint_cols}

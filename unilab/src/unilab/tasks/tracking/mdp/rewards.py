@@ -33,7 +33,8 @@ class tracking_rewards:
         missing = sorted(set(_KERNELS) - set(std))
         if missing:
             raise ValueError(f"std: missing {missing}; needs one per kernel: {list(_KERNELS)}")
-        self.inv_var = torch.tensor([1.0 / std[k] ** 2 for k in _KERNELS], device=env.device)
+        # exp(error * (-1/std^2)): the sign folded into the constant, one kernel fewer per step.
+        self.neg_inv_var = torch.tensor([-1.0 / std[k] ** 2 for k in _KERNELS], device=env.device)
         self.lo, self.hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
         self.contact_sensor = p.get("contact_sensor")
         if self.contact_sensor is not None:
@@ -49,9 +50,9 @@ class tracking_rewards:
         vel_sq = (c.ref_body_twist_w - vel).square().sum(-1).mean(-1)  # (N, 2): linear, angular
         errors = torch.stack((pos_sq[:, 0], ang_sq[:, 0], pos_sq[:, 1:].mean(-1), ang_sq[:, 1:].mean(-1),
                               vel_sq[:, 0], vel_sq[:, 1]), dim=1)
-        contacts = (robot.contact(self.contact_sensor, "tracking_rewards").in_contact.float().sum(-1)
+        contacts = (robot.contact(self.contact_sensor, "tracking_rewards").in_contact.sum(-1, dtype=torch.float32)
                     if self.contact_sensor is not None else self.zeros)
-        return torch.cat((torch.exp(-errors * self.inv_var), torch.stack((
+        return torch.cat((torch.exp(errors * self.neg_inv_var), torch.stack((
             (am.action - am.prev_action).square().sum(dim=1),
             joint_limit_violation(env, self.lo, self.hi),
             contacts), dim=1)), dim=1)

@@ -33,15 +33,24 @@ class StartSampler:
         self.bin_size = torch.minimum(torch.full_like(self.bin_first, bin_frames),
                                       self.usable[self.bin_clip] - self.bin_first)
         self.bin_frames = bin_frames
+        # Per clip: its first bin and its last (absolute bin indices), gathered together.
+        self.clip_bin_span = torch.stack((self.bin_offset, self.bin_offset + self.clip_bins - 1), dim=1)
+        # Per bin, what a draw reads: its clip, first frame, frame count and the last usable
+        # start frame of its clip, gathered in one op.
+        self.bin_table = torch.stack((self.bin_clip, self.bin_first, self.bin_size,
+                                      self.usable[self.bin_clip] - 1), dim=1)
         w = torch.tensor(weights, dtype=torch.float32, device=device)
         self.clip_weight = w / w.sum()
+        self.bin_weight = self.clip_weight[self.bin_clip]
+        self.inv_log_bins = 1.0 / math.log(max(self.num_bins, 2))
         self.kernel = [decay ** i for i in range(kernel_size)]
         self.failed = torch.zeros(self.num_bins, device=device)  # EMA of failures per bin
         self.probabilities = torch.empty(self.num_bins, device=device)  # updated in place
         self._probabilities(out=self.probabilities)
 
     def bin_of(self, clip: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
-        return self.bin_offset[clip] + torch.minimum(frame // self.bin_frames, self.clip_bins[clip] - 1)
+        span = self.clip_bin_span[clip]
+        return torch.minimum(span[:, 0] + frame // self.bin_frames, span[:, 1])
 
     def record(self, clip: torch.Tensor, frame: torch.Tensor, failed: torch.Tensor) -> None:
         """Fold this step's failures (``failed`` (N,) bool, at the envs' current frames)
@@ -49,37 +58,38 @@ class StartSampler:
         probabilities are fixed, so they skip the work."""
         if self.mode != "adaptive":
             return
-        counts = torch.zeros_like(self.failed).index_add_(0, self.bin_of(clip, frame), failed.float())
-        self.failed.mul_(1.0 - self.alpha).add_(self.alpha * counts)
+        # failed <- (1 - alpha) failed + alpha * (failures per bin), the counts added in place.
+        self.failed.mul_(1.0 - self.alpha).index_add_(0, self.bin_of(clip, frame), failed.float(), alpha=self.alpha)
         self._probabilities(out=self.probabilities)
 
     def _probabilities(self, out: torch.Tensor) -> torch.Tensor:
         """Per bin: P(clip) * P(bin | clip)."""
         if self.mode == "adaptive":
             p = self.failed + self.uniform_ratio / self.num_bins
-            smoothed = p.clone()
+            smoothed = p
             for k, weight in enumerate(self.kernel[1:], start=1):  # failures k bins ahead, same clip only
                 ahead = torch.zeros_like(p)
                 ahead[:-k] = p[k:] * (self.bin_clip[:-k] == self.bin_clip[k:])
-                smoothed = smoothed + weight * ahead
+                smoothed = smoothed + weight * ahead  # a new tensor: p stays as it was
             p = smoothed
         else:
             p = self.bin_size.float()  # uniform over frames
         per_clip = torch.zeros_like(self.clip_weight).index_add_(0, self.bin_clip, p)
-        return torch.mul(p / per_clip[self.bin_clip], self.clip_weight[self.bin_clip], out=out)
+        return torch.mul(p / per_clip[self.bin_clip], self.bin_weight, out=out)
 
     def sample(self, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(clip, frame) for ``n`` envs."""
         bins = torch.multinomial(self.probabilities, n, replacement=True, generator=generator)
-        clip = self.bin_clip[bins]
+        drawn = self.bin_table[bins]  # (n, 4): clip, first frame, frame count, last usable frame
+        clip = drawn[:, 0]
         if self.mode == "start":
             return clip, torch.zeros_like(clip)
         u = torch.rand(n, generator=generator, device=bins.device)
-        frame = self.bin_first[bins] + (u * self.bin_size[bins]).long()
-        return clip, torch.minimum(frame, self.usable[clip] - 1)
+        # u * count can round up to count in float32: the clip's last usable frame bounds it.
+        frame = drawn[:, 1] + (u * drawn[:, 2]).long()
+        return clip, torch.minimum(frame, drawn[:, 3])
 
     def entropy_and_top(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Normalized entropy of the bin distribution (1 = uniform) and its largest probability."""
         p = self.probabilities
-        entropy = -(p * torch.log(p.clamp(min=1e-12))).sum() / math.log(max(self.num_bins, 2))
-        return entropy, p.max()
+        return torch.special.entr(p).sum() * self.inv_log_bins, p.max()  # entr(p) = -p log p, 0 at 0

@@ -14,4 +14,4 @@ class feet_contact:
 
     def __call__(self, env) -> torch.Tensor:
         f = self.feet
-        return torch.cat((f.contact.float(), f.air_time, f.contact_time), dim=1)
+        return torch.cat((f.contact, f.air_time, f.contact_time), dim=1)  # cat makes the bools floats

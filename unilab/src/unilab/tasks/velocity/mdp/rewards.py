@@ -51,10 +51,11 @@ class Posture:
             return 1.0 / torch.tensor(vals, dtype=torch.float32, device=env.device).square()
 
         self.inv_var = torch.stack([vec(std_standing), vec(std_walking), vec(std_running)])  # (3, J)
-        self.walk, self.run = walking_threshold, running_threshold
+        self.thresholds = torch.tensor([walking_threshold, running_threshold], device=env.device)
 
     def error(self, env, speed: torch.Tensor) -> torch.Tensor:
-        regime = (speed >= self.walk).long() + (speed >= self.run).long()
+        # The regime is how many thresholds the speed reaches: 0 standing, 1 walking, 2 running.
+        regime = torch.bucketize(speed, self.thresholds, right=True)
         err = (env.robot.joint_pos - env.default_joint_pos).square()
         return (err * self.inv_var[regime]).mean(dim=1)
 
@@ -144,8 +145,9 @@ class velocity_rewards(_CommandTerm):
         env.robot.require("velocity_rewards", (Feature.BODY_VIEWS,))
         self.torso = env.robot.body_index(p["torso_body"], "velocity_rewards")
         dev = env.device
-        self.inv_std2 = torch.tensor([1.0 / p["std_lin_vel"] ** 2, 1.0 / p["std_ang_vel"] ** 2,
-                                      1.0 / p["std_upright"] ** 2, 1.0], device=dev)
+        # exp(error * (-1/std^2)): the sign folded into the constant.
+        self.neg_inv_std2 = -torch.tensor([1.0 / p["std_lin_vel"] ** 2, 1.0 / p["std_ang_vel"] ** 2,
+                                       1.0 / p["std_upright"] ** 2, 1.0], device=dev)
         self.posture = Posture(env, **p["posture"])
         self.lo, self.hi = soft_joint_limits(env, p.get("soft_factor", 0.9))
         self.feet = env.sensor(p["sensor_name"], "velocity_rewards")
@@ -167,7 +169,7 @@ class velocity_rewards(_CommandTerm):
         tracking = torch.mm((twist - torch.mm(cmd, self.place)).square(), self.group)
         errors = torch.cat((tracking, lm.tilt_squared(robot.body_quat_w[:, self.torso]).unsqueeze(1),
                             self.posture.error(env, speed).unsqueeze(1)), dim=1)
-        kernels = torch.exp(-errors * self.inv_std2)
+        kernels = torch.exp(errors * self.neg_inv_std2)
         active = (speed > self.command_threshold).unsqueeze(1)
         feet = torch.stack((air_time_biped(self.feet, self.air_threshold), slip(self.feet)), dim=1) * active
         penalties = torch.stack((
@@ -175,4 +177,4 @@ class velocity_rewards(_CommandTerm):
             (am.action - am.prev_action).square().sum(dim=1),
             joint_limit_violation(env, self.lo, self.hi)), dim=1)
         return torch.cat((kernels, penalties, feet, self.ones,
-                          env.termination_manager.terminated.unsqueeze(1).float()), dim=1)
+                          env.termination_manager.terminated.unsqueeze(1)), dim=1)  # cat makes the bool a float
