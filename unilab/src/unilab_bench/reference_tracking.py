@@ -18,8 +18,9 @@
    (the task's ``StartSampler``; the target becomes the frame after), the reference state of
    the start frames with the task's reset noise and the pushes' velocity kicks go to ONE
    masked ``set_state_where`` call;
-8. observations of the post-reset state; on-device telemetry (reward episode sums, the
-   command's error metrics).
+8. observations of the post-reset state; on-device telemetry, the sums the env's managers
+   keep (reward episode sums, the command's error metrics, how often each termination
+   condition fired, how many episodes ended).
 
 The reference frames are the task's ``FrameTable``, packed once into one (frames, D) table
 so each lookup is a single gather. Buffers are preallocated, there is no Python per env, no
@@ -191,6 +192,8 @@ class TrackingReference:
         self.episode_sums = torch.zeros(n, len(comps), device=dev)
         self.metric_sums = torch.zeros(7, device=dev)  # the command's error metrics, sampling entropy, top1
         self.episode_reward_sums = torch.zeros(len(comps), device=dev)  # over ended episodes
+        self.termination_sums = torch.zeros(4 + self.time_out_on, device=dev)  # per condition, as the env counts
+        self.episodes_ended = torch.zeros((), dtype=torch.int64, device=dev)
         self.all_rows = torch.ones(n, dtype=torch.bool, device=dev)
         self.reset()
 
@@ -262,15 +265,22 @@ class TrackingReference:
         ang_sq = ang.square()
 
         # Terminations (the frame the policy saw): heights and tilt; clip end and time-out.
-        z_off = (diff[..., 2].index_select(1, self.z_select).abs() > self.z_limit).any(dim=1)
+        z_far = diff[..., 2].index_select(1, self.z_select).abs() > self.z_limit  # anchor, then end effectors
+        z_off = z_far.any(dim=1)
         tilt = ((ref_aq[:, 1:3].square().sum(-1) - robot_aq[:, 1:3].square().sum(-1)).abs()
                 > self.tilt_half_limit)  # projected gravity z = 2 (x^2 + y^2) - 1
         terminated = z_off | tilt
-        time_out = self.frame >= self.last_frame
+        clip_end = self.frame >= self.last_frame
+        time_out = clip_end
         if self.time_out_on:
-            time_out = time_out | (self.episode_length >= self.max_episode_length)
+            episode_end = self.episode_length >= self.max_episode_length
+            time_out = time_out | episode_end
         truncated = time_out & ~terminated
         done = terminated | truncated
+        if self.telemetry:  # what the env's termination manager counts: each condition, each ended episode
+            fired = [z_far[:, 0], z_far[:, 1:].any(dim=1), tilt, clip_end, *([episode_end] if self.time_out_on else [])]
+            self.termination_sums.add_(torch.stack(fired, dim=1).sum(dim=0))
+            self.episodes_ended.add_(done.sum())
 
         # Rewards: one (N, 9) matrix, weighted once.
         rv = ref[:, self._twist].view(n, 2, k, 3)
