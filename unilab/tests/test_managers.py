@@ -187,3 +187,25 @@ def test_a_group_read_from_a_corrupted_source_gets_the_frame_before_the_noise(ma
     d = env.observation_spec["policy"]
     assert torch.equal(obs["policy"], clean["policy"])
     assert not torch.equal(obs["critic"][:, :d], clean["critic"][:, :d])  # the critic's own noise
+
+
+def test_joint_limit_violation_is_the_distance_outside_the_soft_range():
+    from types import SimpleNamespace
+
+    from unilab.terms.rewards import joint_limit_violation
+
+    env = SimpleNamespace(robot=SimpleNamespace(joint_pos=torch.tensor([[-2.0, 0.5, 3.0], [0.0, 0.0, 0.0]])))
+    lo, hi = torch.tensor([-1.0, -1.0, -1.0]), torch.tensor([1.0, 1.0, 1.0])
+    assert joint_limit_violation(env, lo, hi).tolist() == [3.0, 0.0]  # 1 below, inside, 2 above; all inside
+
+
+def test_air_time_counts_only_single_support_and_is_capped():
+    from types import SimpleNamespace
+
+    from unilab.tasks.velocity.mdp.rewards import air_time_biped
+
+    feet = SimpleNamespace(contact=torch.tensor([[True, False], [True, True], [False, False], [False, True]]),
+                           contact_time=torch.tensor([[0.3, 0.0], [0.2, 0.2], [0.0, 0.0], [0.0, 0.9]]),
+                           air_time=torch.tensor([[0.0, 0.2], [0.0, 0.0], [0.5, 0.5], [0.6, 0.0]]))
+    # single support: min(contact time of the stance foot, air time of the swing foot), capped at 0.4
+    assert torch.allclose(air_time_biped(feet, 0.4), torch.tensor([0.2, 0.0, 0.0, 0.4]))

@@ -294,7 +294,7 @@ class TrackingReference:
                     if self.contact_sensor is not None else torch.zeros_like(pos_sq[:, 0]))
         raw = torch.cat((torch.exp(self.errors * self.neg_inv_var), torch.stack((
             (self.action - self.prev_action).square().sum(1),
-            ((self.soft_lo - q).clamp(min=0.0) + (q - self.soft_hi).clamp(min=0.0)).sum(1),
+            (q - torch.clamp(q, self.soft_lo, self.soft_hi)).abs().sum(1),
             contacts), dim=1)), dim=1)
         weighted = raw * self.weights
         reward = weighted.sum(1)

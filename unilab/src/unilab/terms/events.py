@@ -30,10 +30,10 @@ def uniform(env, shape: tuple[int, ...], lo, width) -> torch.Tensor:
 def reset_root_yaw(env, txn, yaw_range: tuple[float, float] = (-3.14159, 3.14159)) -> None:
     """Random heading about world z, composed with the keyframe's base orientation."""
     a = env.robot.root_qpos_adr
-    half = 0.5 * uniform(env, (txn.reset_qpos.shape[0], 1), yaw_range[0], yaw_range[1] - yaw_range[0])
+    half = uniform(env, (txn.reset_qpos.shape[0], 1), 0.5 * yaw_range[0], 0.5 * (yaw_range[1] - yaw_range[0]))
     q = txn.reset_qpos[:, a + 3:a + 7]
     perm = q.index_select(1, constant((3, 2, 1, 0), q.device, torch.int64)) * constant((-1.0, -1.0, 1.0, 1.0), q.device)
-    txn.reset_qpos[:, a + 3:a + 7] = q * torch.cos(half) + perm * torch.sin(half)
+    torch.addcmul(q * torch.cos(half), perm, torch.sin(half), out=q)  # q is read before it is written
 
 
 def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0.1),

@@ -12,7 +12,9 @@ from unilab import math as lm
 
 def joint_limit_violation(env, soft_lo: torch.Tensor, soft_hi: torch.Tensor) -> torch.Tensor:
     q = env.robot.joint_pos
-    return ((soft_lo - q).clamp(min=0.0) + (q - soft_hi).clamp(min=0.0)).sum(dim=1)
+    # How far each joint is outside [lo, hi]: |q - clamp(q, lo, hi)|, four kernels where the
+    # two one-sided clamps take six.
+    return (q - torch.clamp(q, soft_lo, soft_hi)).abs().sum(dim=1)
 
 
 def soft_joint_limits(env, factor: float) -> tuple[torch.Tensor, torch.Tensor]:

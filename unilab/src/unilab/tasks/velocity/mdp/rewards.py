@@ -64,7 +64,7 @@ def air_time_biped(feet, threshold: float) -> torch.Tensor:
     contact = feet.contact
     in_mode = torch.where(contact, feet.contact_time, feet.air_time)
     single = contact.sum(dim=1) == 1
-    return torch.where(single[:, None], in_mode, 0.0).min(dim=1).values.clamp(max=threshold)
+    return (in_mode * single[:, None]).min(dim=1).values.clamp(max=threshold)  # times are >= 0: 0 where not single
 
 
 def slip(feet) -> torch.Tensor:
