@@ -165,6 +165,7 @@ def test_a_policy_group_opening_the_critic_reads_its_head_and_keeps_its_noise_to
     assert not torch.equal(noisy["policy"], clean["policy"])  # it reached the policy
     assert torch.equal(clean["policy"], clean["critic"][:, :d])
     assert clean["policy"].data_ptr() != clean["critic"].data_ptr()  # a tensor of its own
+    assert clean["policy"].is_contiguous() and noisy["policy"].is_contiguous()  # not a strided view
 
 
 def _noisy_critic_first():
