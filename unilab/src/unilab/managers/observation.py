@@ -130,9 +130,10 @@ class ObservationManager:
         self.spec = {g.name: g.dim for g in self.groups}
         # A group whose terms open another group (the policy's usually open the critic's) reads
         # its raw frame as the head of that group's: one concatenation fewer per pass.
+        # Sources are groups that open no other group, so no source is itself read from another.
         self.head_of: dict[str, _Group] = {}
         for g in self.groups:
-            source = next((h for h in self.groups if g.starts(h) and h.name not in self.head_of), None)
+            source = next((h for h in self.groups if g.starts(h) and not any(h.starts(k) for k in self.groups)), None)
             if source is not None:
                 self.head_of[g.name] = source
         sources = {h.name for h in self.head_of.values()}
