@@ -14,6 +14,15 @@ import torch
 from unilab.math import constant
 
 
+def clamp_into_columns(dst: torch.Tensor, cols: slice | list[int], values: torch.Tensor, lo, hi) -> None:
+    """``dst[:, cols] = clamp(values, lo, hi)``; contiguous columns (a slice) take the clamp
+    straight into the view, one kernel instead of a clamp and a copy."""
+    if isinstance(cols, slice):
+        torch.clamp(values, lo, hi, out=dst[:, cols])
+    else:
+        dst[:, cols] = torch.clamp(values, lo, hi)
+
+
 def uniform(env, shape: tuple[int, ...], lo, width) -> torch.Tensor:
     """U(lo, lo + width) of ``shape`` from the env's generator, advancing it as ``torch.rand(shape)``
     would. ``lo`` and ``width`` are both floats (one kernel: the draw lands in range) or ``lo`` is a
@@ -43,11 +52,7 @@ def reset_joints_offset(env, txn, position_range: tuple[float, float] = (-0.1, 0
     shape = (n, len(robot.joint_names))
     qpos = txn.reset_qpos[:, robot.joint_qpos_index] + uniform(env, shape, position_range[0],
                                                                 position_range[1] - position_range[0])
-    lim, cols = robot.joint_limits, robot.joint_qpos_index
-    if isinstance(cols, slice):  # contiguous joints: clamped straight into the slice, no extra copy
-        torch.clamp(qpos, lim[:, 0], lim[:, 1], out=txn.reset_qpos[:, cols])
-    else:
-        txn.reset_qpos[:, cols] = torch.clamp(qpos, lim[:, 0], lim[:, 1])
+    clamp_into_columns(txn.reset_qpos, robot.joint_qpos_index, qpos, robot.joint_limits[:, 0], robot.joint_limits[:, 1])
     if tuple(velocity_range) != (0.0, 0.0):
         txn.reset_qvel[:, robot.joint_qvel_index] += uniform(env, shape, velocity_range[0],
                                                              velocity_range[1] - velocity_range[0])

@@ -6,7 +6,7 @@ import torch
 
 from unilab import math as lm
 from unilab.tasks.tracking.mdp.commands import MotionCommand
-from unilab.terms.events import uniform
+from unilab.terms.events import clamp_into_columns, uniform
 from unilab.terms.rewards import soft_joint_limits
 
 _POSE_AXES = ("x", "y", "z", "roll", "pitch", "yaw")
@@ -66,11 +66,7 @@ class reset_from_motion:
         txn.reset_qvel[:, b + 3:b + 6] = lm.quat_apply_inverse(quat, ang_vel_w + vel[:, 3:])
         if (self.joint_lo, self.joint_hi) != (0.0, 0.0):
             joints = joints + uniform(env, joints.shape, self.joint_lo, self.joint_hi - self.joint_lo)
-        cols = robot.joint_qpos_index
-        if isinstance(cols, slice):  # contiguous joints: clamped straight into the slice, no extra copy
-            torch.clamp(joints, self.soft_lo, self.soft_hi, out=txn.reset_qpos[:, cols])
-        else:
-            txn.reset_qpos[:, cols] = torch.clamp(joints, self.soft_lo, self.soft_hi)
+        clamp_into_columns(txn.reset_qpos, robot.joint_qpos_index, joints, self.soft_lo, self.soft_hi)
         txn.reset_qvel[:, robot.joint_qvel_index] = joint_vel
 
 
