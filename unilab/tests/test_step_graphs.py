@@ -19,7 +19,8 @@ def test_cuda_graph_is_refused_on_the_host_naming_every_unmet_need(make_env):
                                          r"host_bridge, immediate\); profile_phases=false"):
         make_env(task="g1_walk_flat", backend="mujoco", num_envs=2,
                  overrides={"cuda_graph": True, "profile_phases": True})
-    with pytest.raises(ValueError, match=r"cuda_graph=true needs a CUDA device \(the env is on cpu\)$"):
+    with pytest.raises(ValueError, match=r"cuda_graph=true needs a CUDA device \(the env is on cpu\); cuda_graph=false "
+                                         r"steps eagerly \(on the unilab-train command line: env.cuda_graph=false\)$"):
         make_env(task="g1_walk_flat", backend="mjwarp", device="cpu", num_envs=2, overrides={"cuda_graph": True})
 
 

@@ -71,6 +71,28 @@ def test_training_overrides_of_terms_the_play_variant_removed_are_dropped_and_re
     assert "dropped: curriculum.command_ranges.params.stages, events.push.interval_range_s" in capsys.readouterr().out
 
 
+def test_a_run_trained_with_a_graphed_env_is_judged_played_and_exported_on_the_cpu(g1_checkpoint, tmp_path, capsys):
+    # How the training env ran (CUDA graphs, a GPU-only setting) is not part of the task: the
+    # commands that rebuild the env on a device of their own choosing leave it out.
+    from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
+    from unilab_rl.cli import export as export_cli
+    from unilab_rl.cli import play as play_cli
+
+    document = load_checkpoint(g1_checkpoint)
+    document["env_overrides"] = {**document["env_overrides"], "cuda_graph": "true", "episode_length_s": "30"}
+    path = tmp_path / "graphed" / "checkpoint.pt"
+    path.parent.mkdir()
+    save_checkpoint(path, document)
+    assert eval_cli.main(["--checkpoint", str(path), "--out", str(tmp_path / "eval"), *QUICK]) == 1  # judged
+    report = json.loads((tmp_path / "eval" / "report.json").read_text())
+    assert report["env_overrides"] == {"episode_length_s": "30"}
+    assert play_cli.main(["--checkpoint", str(path), "--episodes", "1", "--num-envs", "2"]) == 0
+    assert export_cli.main(["--checkpoint", str(path), "--verify-steps", "4"]) == 0
+    metadata = json.loads((path.parent / "policy.json").read_text())
+    assert metadata["env_overrides"] == {"episode_length_s": "30"}
+    assert "cuda_graph" not in capsys.readouterr().err
+
+
 def _run_with_snapshots(checkpoint, tmp_path):
     """A run directory holding the checkpoint as two time snapshots (7.5 s, 90 s), one by env
     steps (200, taken at 40 s, between them) and a final one (120 s)."""

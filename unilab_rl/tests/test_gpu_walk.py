@@ -24,9 +24,9 @@ def test_gpu_walk_is_the_preset_through_unilab_train(tmp_path, monkeypatch):
 def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_given(tmp_path, capsys):
     pytest.importorskip("unilab")
     argv = ["--out", str(tmp_path), "--eval", "--backend", "mujoco", "--device", "cpu", "--num-envs", "4",
-            "--steps", "32", "--no-tensorboard", "compile=false", "overlap_learning=false", "batch_size=16",
-            "learning_starts=16", "actor_width=16", "critic_width=16", "eval.envs_per_command=1", "eval.seconds=0.4",
-            "eval.settle_s=0.1"]
+            "--steps", "32", "--no-tensorboard", "env.cuda_graph=false", "compile=false", "overlap_learning=false",
+            "batch_size=16", "learning_starts=16", "actor_width=16", "critic_width=16", "eval.envs_per_command=1",
+            "eval.seconds=0.4", "eval.settle_s=0.1"]
     assert gpu_walk.main(argv) == 1  # a 32-step policy does not walk: judged, and it failed
     assert (tmp_path / "run" / "checkpoint.pt").is_file() and (tmp_path / "summary.json").is_file()
     report = json.loads((tmp_path / "eval" / "report.json").read_text())
@@ -35,11 +35,21 @@ def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_gi
     assert report["actor"] == "latest" and not (tmp_path / "eval-latest-actor").exists()
 
 
+def test_the_graphed_gpu_walk_preset_on_the_cpu_is_refused_naming_the_override_that_steps_eagerly(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    argv = ["--preset", "gpu_walk", "--backend", "mujoco", "--device", "cpu", "--num-envs", "2", "--steps", "8",
+            "--out", str(tmp_path / "run"), "--no-tensorboard", "compile=false", "overlap_learning=false"]
+    assert train_cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert "cuda_graph=true needs a CUDA device" in error and "env.cuda_graph=false" in error
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
 def test_a_run_that_kept_an_averaged_policy_is_judged_by_it_and_by_its_latest_actor(tmp_path, capsys):
     pytest.importorskip("unilab")
     argv = ["--out", str(tmp_path), "--eval", "--backend", "mujoco", "--device", "cpu", "--num-envs", "4",
-            "--steps", "32", "--no-tensorboard", "compile=false", "overlap_learning=false", "batch_size=16",
-            "learning_starts=16", "actor_width=16", "critic_width=16", "averaged_policy_tau=0.5",
+            "--steps", "32", "--no-tensorboard", "env.cuda_graph=false", "compile=false", "overlap_learning=false",
+            "batch_size=16", "learning_starts=16", "actor_width=16", "critic_width=16", "averaged_policy_tau=0.5",
             "eval.envs_per_command=1", "eval.seconds=0.4", "eval.settle_s=0.1"]
     assert gpu_walk.main(argv) == 1
     averaged = json.loads((tmp_path / "eval" / "report.json").read_text())
@@ -89,7 +99,7 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
 def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(name, algo, tmp_path):
     # A preset's tokens are only checked when a run starts; a key one algorithm lacks, an env
     # key the task lacks or a bad value would otherwise surface on the GPU machine.
-    from pydantic import TypeAdapter
+    from unilab.config import parse_overrides
     from unilab.registry import task_config
     from unilab_rl.cli import train_plan
 
@@ -98,14 +108,18 @@ def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(na
     plan = train_plan.prepare(args, [PRESETS[name].task], check_out=False)
     config = plan["algo_config"]
     env_config = task_config(PRESETS[name].task, plan["env_overrides"])  # the env's tokens, resolved as a build would
+    checked_env = 0
     for key, value in (token.split("=", 1) for token in PRESETS[name].overrides_for(algo)):
         if key in type(config).model_fields:  # the runner's tokens are checked by prepare itself
             assert getattr(config, key) == getattr(type(config).model_validate({key: value}), key), key
-        elif key in plan["env_overrides"]:
+        elif key.removeprefix("env.") in plan["env_overrides"]:
             resolved = env_config
-            for part in key.split("."):
+            for part in key.removeprefix("env.").split("."):
                 resolved = resolved[part] if isinstance(resolved, dict) else getattr(resolved, part)
-            assert resolved == TypeAdapter(type(resolved)).validate_python(value), key
+            [(_, parsed)] = parse_overrides([f"{key}={value}"])
+            assert resolved == parsed, key
+            checked_env += 1
+    assert checked_env == sum(1 for key in plan["env_overrides"] if key != "validate_actions")
 
 
 @pytest.mark.parametrize("text", ["loss", "a<b", "a<inf", "<0.3", "a=3"])

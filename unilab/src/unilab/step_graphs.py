@@ -88,7 +88,8 @@ def check_cuda_graph_preconditions(env) -> None:
     if env.cfg.profile_phases:
         problems.append("profile_phases=false")
     if problems:
-        raise ValueError("cuda_graph=true needs " + "; ".join(problems))
+        raise ValueError("cuda_graph=true needs " + "; ".join(problems) + "; cuda_graph=false steps eagerly "
+                         "(on the unilab-train command line: env.cuda_graph=false)")
 
 
 @dataclass(frozen=True)

@@ -148,9 +148,10 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
     A training override of a term the play variant removed (a curriculum stage, a push's
     interval) has nothing to act on there; it is dropped and the report lists it. Overrides
     given here are not: a key that misses is an error, as for any env."""
-    from unilab.config import overrides_without_target
+    from unilab.config import overrides_without_target, task_overrides
     from unilab.registry import task_config
 
+    trained = task_overrides(trained)  # how the training env ran (CUDA graphs, checks) is decided here
     dropped = overrides_without_target(task_config(task), trained)
     overrides = {**{k: v for k, v in trained.items() if k not in dropped},
                  **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}

@@ -97,10 +97,12 @@ def observation_layout(env: Any) -> dict[str, Any]:
 def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, actor: str) -> dict[str, Any]:
     """Everything a deployment stack needs besides the network, read from the built env;
     ``actor`` names the actor the network is ("averaged" or "latest", ``acting_actor``)."""
+    from unilab.config import task_overrides
+
     actions = env.action_manager
     cols = list(actions.cols)
     actuators = [env.robot.actuators[c] for c in cols]
-    overrides = dict(document["env_overrides"])
+    overrides = task_overrides(document["env_overrides"])
     return {
         "format": METADATA_FORMAT, "format_version": METADATA_FORMAT_VERSION,
         "task": document["task"], "env_overrides": overrides,
@@ -158,11 +160,13 @@ def export(args: argparse.Namespace, factory: Any) -> int:
             return (args.out or args.checkpoint) / exported_name(checkpoint, suffix)
         return args.out or checkpoint.parent / f"policy{suffix}"
 
+    from unilab.config import task_overrides
+
     first = checkpoints[0][1]
     # One run, so one env serves every checkpoint: the metadata is config and model facts, and
     # each verification rollout starts from a reset.
     env = factory(first["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
-                  overrides=dict(first["env_overrides"]))
+                  overrides=task_overrides(first["env_overrides"]))
     try:
         codes = [export_one(args, env, checkpoint, document, target(checkpoint)) for checkpoint, document in checkpoints]
     finally:

@@ -105,13 +105,15 @@ def run_episodes(env: RunnerEnv, agent: Any, episodes: int, recorder: Any = None
 def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if args.episodes < 1 or args.num_envs < 1:
         raise ValueError("--episodes and --num-envs must be >= 1")
+    from unilab.config import task_overrides
+
     document = load_checkpoint(args.checkpoint)
     if args.video is not None and args.video.suffix != ".mp4":
         raise ValueError(f"--video {args.video}: expected a .mp4 path")
     backend = args.backend or document["backend"]
     try:
         env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
-                      overrides=dict(document["env_overrides"]))
+                      overrides=task_overrides(document["env_overrides"]))
     except (TypeError, ArithmeticError, IndexError, RuntimeError, MemoryError) as error:
         raise ValueError(f"the env could not be built (--backend {backend} --num-envs {args.num_envs}, the "
                          f"checkpoint's task and env overrides): {type(error).__name__}: {error}") from None
@@ -127,7 +129,7 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
                 FirstEpisodeRecorder,  # leaf: mujoco + imageio
             )
 
-            recorder = FirstEpisodeRecorder(env, document["task"], dict(document["env_overrides"]), args.video)
+            recorder = FirstEpisodeRecorder(env, document["task"], task_overrides(document["env_overrides"]), args.video)
         env.flush_metrics()  # start the env's averages at this evaluation
         summary = run_episodes(env, agent, args.episodes, recorder)
         env_metrics = env.flush_metrics()
