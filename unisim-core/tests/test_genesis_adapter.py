@@ -120,6 +120,31 @@ def test_set_state_publishes_poses_velocities_and_sensors_without_a_step(backend
     assert torch.minimum((got_quat - quat).abs().amax(-1), (got_quat + quat).abs().amax(-1)).max() < 1e-4
 
 
+def test_set_state_where_writes_the_masked_rows_keeps_the_others_and_reads_nothing_back(backend, model_xml):
+    from unisim.host_sync import HostSyncProbe
+
+    model = mujoco.MjModel.from_xml_string(model_xml)
+    qpos, qvel = random_model_state(model, N, 3)
+    backend.set_state(torch.arange(N), qpos, qvel)
+    before = {name: getattr(backend.views(), name).clone() for name in ("qpos", "qvel", "body_pos_w", "sensordata")}
+    new_qpos, new_qvel = random_model_state(model, N, 4)
+    mask = torch.tensor([False, True])
+    backend.validate = False  # its finiteness check is the one read-back validation costs
+    try:
+        with HostSyncProbe() as probe:
+            backend.set_state_where(mask, new_qpos, new_qvel)
+    finally:
+        backend.validate = True
+    assert probe.syncs == []
+    pos, _, lin, _, sensors = mj_reference_tensors(model, new_qpos[1:], new_qvel[1:])
+    v = backend.views()
+    for name, want in (("qpos", new_qpos[1:]), ("qvel", new_qvel[1:]), ("body_pos_w", pos),
+                       ("body_lin_vel_w", lin), ("sensordata", sensors)):
+        assert (getattr(v, name)[1:] - want).abs().max() < 1e-4, name
+    for name, was in before.items():
+        assert torch.equal(getattr(v, name)[0], was[0]), f"{name} of the unmasked row changed"
+
+
 def test_ctrl_drives_the_position_servos(backend, model_xml):
     # Genesis applies no actuation unless control_dofs_position is called each step; two
     # rows from one state with opposite targets must move apart. (MuJoCo C moves this hip

@@ -20,6 +20,10 @@ Trade-offs, decided here:
 - ``set_state``: set_dofs_velocity (no forward pass), then set_qpos keeping that velocity,
   both only for ``rows``; set_qpos's forward pass updates link poses and velocities without a
   step, then the views are refreshed, so publication is IMMEDIATE. Genesis keeps no per-env time.
+- ``set_state_where`` (DEVICE_MASKED_RESET): the same two setters given the whole batch and the
+  boolean mask as ``envs_idx``. Genesis blends the masked rows in with ``torch.where`` and runs
+  its masked forward pass, so no row count is read back; the cost is the setters and one view
+  refresh on every call, reset rows or not.
 - Contact sensing (contract 1.3) reads Genesis's own contact forces of the last ``scene.step``:
   ANY rows from ``get_links_net_contact_force`` (Genesis sums every contact of a link, self
   contacts included); BODIES and SELF rows from ``get_contacts(is_padded=True)`` (fixed
@@ -109,7 +113,7 @@ class GenesisBackend(SimBackend):
                  contact_plan: ContactPlan | None = None) -> None:
         super().__init__(num_envs, validate)
         self._inventory = build_inventory(mjmodel)
-        features = {Feature.BODY_VIEWS, Feature.CONTACT_SENSORS}
+        features = {Feature.BODY_VIEWS, Feature.CONTACT_SENSORS, Feature.DEVICE_MASKED_RESET}
         if mjmodel.nsensor:
             features.add(Feature.SENSOR_VIEWS)
         self._capabilities = Capabilities(
@@ -191,16 +195,25 @@ class GenesisBackend(SimBackend):
             self._refresh_contacts()
 
     def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._write_state(rows, qpos, qvel)
+        self._contact_force.index_fill_(0, rows, 0.0)  # no contact solve has run for the new state
+        self._in_contact.index_fill_(0, rows, False)
+
+    def _set_state_where(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._write_state(mask, qpos, qvel)
+        self._contact_force.masked_fill_(mask[:, None, None], 0.0)
+        self._in_contact.masked_fill_(mask[:, None], False)
+
+    def _write_state(self, envs: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """``envs``: row indices with one row of state each, or an (N,) mask with the whole batch."""
         robot = self._robot
         # Velocity first without a forward pass, then qpos keeping that velocity: set_qpos's one
         # forward pass then publishes link poses AND velocities (seen ~10x cheaper on CPU than
         # set_qpos(zero_velocity=True) followed by set_dofs_velocity's own forward pass).
-        robot.set_dofs_velocity(qvel[:, self._qvel_inv], envs_idx=rows, skip_forward=True)
-        robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=rows, zero_velocity=False)
+        robot.set_dofs_velocity(qvel[:, self._qvel_inv], envs_idx=envs, skip_forward=True)
+        robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=envs, zero_velocity=False)
         self._set_state_calls += 1
         self._refresh()
-        self._contact_force.index_fill_(0, rows, 0.0)  # no contact solve has run for the new state
-        self._in_contact.index_fill_(0, rows, False)
 
     # ---- contacts -----------------------------------------------------------------
     def _contact_buffers(self, mjmodel: mujoco.MjModel, plan: ContactPlan | None, device: torch.device):
