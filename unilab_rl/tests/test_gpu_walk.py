@@ -79,10 +79,30 @@ def test_a_preset_fills_what_the_command_line_leaves_unset():
                                                            "--goal", "collector/episode_return>1"])
     train_args.apply_preset(args)
     preset = PRESETS["gpu_walk"]
-    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 9.0)
+    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 4.0)
     assert args.num_envs == 8  # the flag wins
     assert args.overrides[-1] == "gamma=0.9" and "overlap_learning=true" in args.overrides  # the override wins (last)
     assert args.goal == [*preset.goals, "collector/episode_return>1"]
+
+
+def test_a_preset_gives_each_algorithm_its_own_budget_and_the_command_line_wins():
+    def minutes(*argv):
+        args = train_cli.build_parser().parse_intermixed_args(["--preset", "gpu_walk", *argv])
+        train_args.apply_preset(args)
+        return args.minutes, args.steps
+
+    assert minutes() == (4.0, None) and minutes("--algo", "flashsac") == (9.0, None)
+    assert minutes("--minutes", "2") == (2.0, None) and minutes("--steps", "1000") == (None, 1000)
+
+
+def test_a_preset_must_give_minutes_for_each_algorithm_it_tunes():
+    from pydantic import ValidationError
+    from unilab_rl.presets import TrainingPreset
+
+    with pytest.raises(ValidationError, match=r"minutes are given for \['fastsac'\], overrides for \['fastsac', "
+                                              r"'flashsac'\]"):
+        TrainingPreset(description="d", task="t", backend="b", algo="fastsac", num_envs=1, minutes={"fastsac": 1.0},
+                       overrides={"fastsac": (), "flashsac": ()})
 
 
 def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():

@@ -1,6 +1,6 @@
 """One-command GPU run: ``unilab-train --preset gpu_walk`` with a fixed output layout.
 
-    python -m unilab_rl.cli.gpu_walk --out "$OUT" [--minutes 9] [--algo flashsac] [--nproc N] [--eval] [key=value ...]
+    python -m unilab_rl.cli.gpu_walk --out "$OUT" [--minutes M] [--algo flashsac] [--nproc N] [--eval] [key=value ...]
 
 Writes under --out: ``run/`` (checkpoint, run.json, metrics.jsonl, TensorBoard), ``curve.json``
 (headline numbers and the task's metrics vs wall-clock; rewritten at every log interval,

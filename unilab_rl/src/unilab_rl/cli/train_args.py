@@ -31,9 +31,9 @@ def apply_preset(args: argparse.Namespace) -> None:
             setattr(args, key, getattr(preset, key, default) if preset is not None else default)
     if preset is None:
         return
-    if args.steps is None and args.minutes is None:
-        args.minutes = preset.minutes
     try:
+        if args.steps is None and args.minutes is None:
+            args.minutes = preset.minutes_for(args.algo)
         args.overrides = [*preset.overrides_for(args.algo), *args.overrides]
     except ValueError as error:
         raise UsageError(str(error)) from None
