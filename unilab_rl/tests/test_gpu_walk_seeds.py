@@ -7,8 +7,8 @@ import pytest
 from unilab_rl.cli import gpu_walk, seeds
 
 TINY = ["--backend", "mujoco", "--device", "cpu", "--num-envs", "4", "--steps", "32", "--no-tensorboard",
-        "compile=false", "overlap_learning=false", "batch_size=16", "learning_starts=16", "actor_width=16",
-        "critic_width=16"]
+        "env.cuda_graph=false", "compile=false", "overlap_learning=false", "batch_size=16", "learning_starts=16",
+        "actor_width=16", "critic_width=16"]
 
 
 def test_seeds_train_side_by_side_each_in_its_folder_and_are_judged_together(tmp_path, capsys):
