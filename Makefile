@@ -46,7 +46,8 @@ bench:
 ifeq ($(DEVICE),cuda)
 	$(VENV)/bin/unilab-bench backend --model $(G1_SCENE) --device cuda --envs 1024,4096,8192 \
 		--genesis-envs 1024,4096,8192 --out docs/perf/latest-backend-cuda.json
-	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --out docs/perf/latest-env-mjwarp-4096.json
+	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --gap-rows \
+		--compare-task g1_walk_flat --compare-override cuda_graph=true --out docs/perf/latest-env-mjwarp-4096.json
 	for algo in flashsac fastsac; do $(VENV)/bin/unilab-bench collector --backend mjwarp --num-envs 4096 \
 		--device cuda --algo $$algo --preset gpu_walk replay_capacity_per_env=64 \
 		--json docs/perf/latest-collector-$$algo-mjwarp-4096.json || exit 1; done
