@@ -111,9 +111,10 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if args.video is not None and args.video.suffix != ".mp4":
         raise ValueError(f"--video {args.video}: expected a .mp4 path")
     backend = args.backend or document["backend"]
+    overrides = task_overrides(document["env_overrides"])
     try:
         env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
-                      overrides=task_overrides(document["env_overrides"]))
+                      overrides=overrides)
     except (TypeError, ArithmeticError, IndexError, RuntimeError, MemoryError) as error:
         raise ValueError(f"the env could not be built (--backend {backend} --num-envs {args.num_envs}, the "
                          f"checkpoint's task and env overrides): {type(error).__name__}: {error}") from None
@@ -129,7 +130,7 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
                 FirstEpisodeRecorder,  # leaf: mujoco + imageio
             )
 
-            recorder = FirstEpisodeRecorder(env, document["task"], task_overrides(document["env_overrides"]), args.video)
+            recorder = FirstEpisodeRecorder(env, document["task"], overrides, args.video)
         env.flush_metrics()  # start the env's averages at this evaluation
         summary = run_episodes(env, agent, args.episodes, recorder)
         env_metrics = env.flush_metrics()
