@@ -132,8 +132,9 @@ PRESETS: dict[str, TrainingPreset] = {
         # so its entry leaves that share out.
         task="g1_walk_flat", backend="mjwarp", algo="fastsac", num_envs=4096,
         # FastSAC: 4 minutes, past the 210 s its first seed needed alone and the 25-28M env steps
-        # (2-2.4 minutes alone at 195-211k env-steps/s) by which three seeds sharing the GPU passed. FlashSAC: 9 minutes
-        # (it passed at 7), plus ~10-20 s of start-up fits a 10-minute slot.
+        # (2-2.4 minutes alone at 195-211k env-steps/s) by which three seeds sharing the GPU
+        # passed. FlashSAC: 9 minutes (it passed at 7); with ~10-20 s of start-up it fits a
+        # 10-minute slot.
         minutes={"fastsac": 4.0, "flashsac": 9.0},
         overrides={
             "flashsac": _flashsac_g1(_WALK_ACTION_SCALE) + _GRAPHED_ENV,
