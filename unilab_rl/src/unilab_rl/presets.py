@@ -127,9 +127,9 @@ PRESETS: dict[str, TrainingPreset] = {
         # second one; seeds 1 and 2 reached 17 and 16 at 15M env steps, then 16 and 15 (a
         # 0.5 rad/s turn in place); a later three-seed run (0, 1, 2 sharing the GPU) passed all
         # 17 on every seed at 28M; each seed alone for 90 s passed 15, 16 and 17 (seeds 0, 1, 2;
-        # the misses were vx 1.5-2.0). FlashSAC alone passed all 17 at 7 and at 9 minutes (one
-        # seed); sharing the GPU, with the single-axis share it passed 15 against 16 without,
-        # so its entry leaves that share out.
+        # the misses were vx 1.5-2.0); seed 1 alone passed all 17 at 4 minutes. FlashSAC alone
+        # passed all 17 at 7 and at 9 minutes (seed 0) and at 9 (seed 1); sharing the GPU, with
+        # the single-axis share it passed 15 against 16 without, so its entry leaves that share out.
         task="g1_walk_flat", backend="mjwarp", algo="fastsac", num_envs=4096,
         # FastSAC: 4 minutes, past the 210 s its first seed needed alone and the 25-28M env steps
         # (2-2.4 minutes alone at 195-211k env-steps/s) by which three seeds sharing the GPU
