@@ -93,7 +93,8 @@ def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
 # updates run beside collection (overlap_learning): on an H200 that made 1.17x the env steps per
 # second while learning, and the 5-minute sweep passed 16 of 17 commands against 15 of 17 for
 # the same run learning after each step (one seed each). Halving its updates (4 per env step) made
-# 1.3-1.7x the env steps in 90 s but passed fewer commands (11-13 of 17 on three seeds), so it keeps 8.
+# 1.3-1.7x the env steps in 90 s but passed 11-13 of 17 on three seeds (with 8: 9-17, six of eight
+# runs 15 or more), so it keeps 8.
 # FlashSAC with overlap_learning passed 16 of 17 at 3 minutes on two seeds (7 without); its entry
 # leaves it off until a run at its full 9 minutes is judged with it.
 _FASTSAC_G1 = ("compile=true", "overlap_learning=true", "log_every=50", "checkpoint_every=1000")
