@@ -350,3 +350,35 @@ def test_a_resume_may_turn_the_averaged_policy_on(tmp_path):
     assert averaged.keys() == actor.keys()
     # kept beside the actor, trailing its updates (how it starts: test_averaged_policy.py)
     assert any(not torch.equal(averaged[k], actor[k]) for k in actor if actor[k].is_floating_point())
+
+
+def test_bench_learner_times_draws_and_updates_and_counts_their_ops(tmp_path, capsys):
+    record_path = tmp_path / "learner.json"
+    argv = ["learner", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--calls", "3",
+            "--samples", "2", "--json", str(record_path), *TINY_TOKENS, "batch_size=16"]
+    assert bench_cli.main(argv, factory=fake_factory) == 0
+    record = json.loads(record_path.read_text())
+    assert record["benchmark"] == "learner" and record["batch_size"] == 16
+    for name in ("draw", "update", "draw_and_update"):
+        times = record["ms_per_call"][name]
+        assert 0 < times["issue"]["median"] <= times["wall"]["median"]
+        assert len(record["raw"]["wall_ms"][name]) == 2
+    assert record["updates_from_cuda_graphs"] is False  # CUDA graphs need a GPU
+    update, draw = record["per_call_dispatch"]["eager_update"], record["per_call_dispatch"]["draw"]
+    assert update["kernel_ops"] > draw["kernel_ops"] > 0
+    assert draw["host_syncs"] == 0  # a draw never waits for the device
+    assert update["device_ms"] is None and draw["device_kernels"] is None  # the profiler's part needs CUDA
+    printed = capsys.readouterr().out
+    assert "draw_and_update" in printed and "kernel ops" in printed
+
+
+def test_bench_learner_refuses_bad_counts_before_building_anything(tmp_path, capsys):
+    record_path = tmp_path / "learner.json"
+
+    def no_factory(*args, **kwargs):
+        raise AssertionError("the env must not be built for bad arguments")
+
+    argv = ["learner", "--backend", "fake", "--task", "fake_task", "--calls", "0", "--json", str(record_path)]
+    assert bench_cli.main(argv, factory=no_factory) == 2
+    assert "--calls must be >= 1, got 0" in capsys.readouterr().err
+    assert not record_path.exists()

@@ -1,4 +1,6 @@
-"""``unilab-bench collector``: collector env-steps/s without and with learning (and, on a CUDA
+"""``unilab-bench learner`` (unilab_rl.cli.bench_learner) times a learner's draws and updates.
+
+``unilab-bench collector``: collector env-steps/s without and with learning (and, on a CUDA
 device, with learning beside collection: ``overlap_learning``).
 
 Method (docs/perf/README.md): same process, env and num_envs for both modes; warm up first
@@ -43,28 +45,32 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(unilab-bench compare --help)")):
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
-    collector.add_argument("--task", default="g1_walk_flat")
-    collector.add_argument("--backend", default="mujoco")
-    collector.add_argument("--algo", default="flashsac")
-    collector.add_argument("--num-envs", type=int, default=64)
-    collector.add_argument("--device", default=None)
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
-    collector.add_argument("--samples", type=int, default=3)
-    collector.add_argument("--json", type=Path, help="write the JSON record here")
-    collector.add_argument("--preset", choices=sorted(PRESETS),
-                           help="start from the overrides this training preset trains the algorithm with")
-    collector.add_argument("overrides", nargs="*", metavar="key=value")
+    learner = sub.add_parser("learner", help="a learner's time per replay draw and per update, host "
+                                             "and device")
+    learner.add_argument("--calls", type=int, default=100, help="calls back to back in each timed sample")
+    for command in (collector, learner):
+        command.add_argument("--task", default="g1_walk_flat")
+        command.add_argument("--backend", default="mujoco")
+        command.add_argument("--algo", default="flashsac")
+        command.add_argument("--num-envs", type=int, default=64)
+        command.add_argument("--device", default=None)
+        command.add_argument("--samples", type=int, default=3)
+        command.add_argument("--json", type=Path, help="write the JSON record here")
+        command.add_argument("--preset", choices=sorted(PRESETS),
+                             help="start from the overrides this training preset trains the algorithm with")
+        command.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
 
-def _sync(device: torch.device) -> None:
+def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
     device = runner.spec.device
-    _sync(device)
+    synchronize(device)
     start = time.perf_counter()
     steps = 0
     while True:
@@ -73,10 +79,10 @@ def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
             runner.learn()
         steps += 1
         if steps % 10 == 0:
-            _sync(device)
+            synchronize(device)
             if time.perf_counter() - start >= seconds:
                 break
-    _sync(device)
+    synchronize(device)
     return steps * runner.spec.num_envs / (time.perf_counter() - start)
 
 
@@ -96,8 +102,10 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--json {args.json} is a directory; give a file path")
 
 
-def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
-    check_arguments(args)
+def bench_runner(args: argparse.Namespace, factory: EnvFactory):
+    """The env, its spec, the algorithm's config and a runner whose replay holds one batch, as
+    the benchmarks time them: ``--preset`` overrides first, the command line's win, learning
+    from the first step. The caller closes the env."""
     algorithm = lookup(args.algo)
     split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
     tuned = lookup_preset(args.preset).overrides_for(args.algo) if args.preset else []
@@ -116,6 +124,16 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
                                  runner_config=runner_config)
         while len(runner.replay) < config.batch_size:
             runner.collector.step()
+    except BaseException:
+        env.close()
+        raise
+    return env, spec, config, runner
+
+
+def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, Any]:
+    check_arguments(args)
+    env, spec, config, runner = bench_runner(args, factory)
+    try:
         timed_rate(runner, min(args.seconds, 2.0), learn=True)  # warm-up: compiles, first updates
         # Learning beside collection (the learner on its own CUDA stream) is a third mode where a
         # CUDA device allows it; it is switched on and off between samples on the same runner.
@@ -206,6 +224,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
             from unilab_rl.cli.train import default_env_factory
 
             factory, _ = default_env_factory()  # the env exactly as unilab-train builds it
+        if args.what == "learner":
+            return _learner(args, factory)
         record = bench_collector(args, factory)
     except (ValueError, KeyError) as error:
         print(f"unilab-bench: error: {error}", file=sys.stderr)
@@ -222,10 +242,28 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
         f"{k} {v:.1f}" for k, v in record["dispatch_per_collector_step"].items()))
     print("phases (ms per env step, learning): " + " ".join(
         f"{k}={v:.2f}" for k, v in record["phase_ms_with_learning"].items()))
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=1))
+    _write_record(args.json, record)
     return 0
+
+
+def _learner(args: argparse.Namespace, factory: EnvFactory) -> int:
+    from unilab_rl.cli.bench_learner import bench_learner, check_learner_arguments, print_learner_record
+
+    check_learner_arguments(args)
+    env, _, config, runner = bench_runner(args, factory)
+    try:
+        record = bench_learner(args, runner, config)
+    finally:
+        env.close()
+    print_learner_record(record)
+    _write_record(args.json, record)
+    return 0
+
+
+def _write_record(path: Path | None, record: dict[str, Any]) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

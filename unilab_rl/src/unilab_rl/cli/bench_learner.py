@@ -1,0 +1,133 @@
+"""``unilab-bench learner``: where a learner's time per update goes, in a process built as
+``unilab-bench collector`` builds it (same preset, overrides, env and replay).
+
+Per call, streamed (``--calls`` back to back, one synchronize at the end), over ``--samples``
+interleaved samples:
+- ``draw``: one replay draw of a batch, as the runner's learning phase issues it;
+- ``update``: one gradient update of the agent on a fixed batch (replayed from CUDA graphs
+  where the learner uses them);
+- ``draw_and_update``: both, one after the other, as the learning phase runs them.
+"issue" is the host's time until the last call returned; "wall" adds the synchronize. Where
+they are close, the host's launching is the limit; where wall is longer, the device is.
+
+Then, per call of an eager update (a copy of the learner with ``cuda_graph=false``) and of a
+draw: the kernel-sized ops and host syncs torch dispatches (``unisim.host_sync``), and on CUDA
+the kernels the torch profiler saw and their device time (compiled networks launch fused
+kernels, so there the profiler's count is the one to read). On the host the optimizers read
+their step counts back each step, which the probe counts as host syncs; the CUDA learners keep
+them on the device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from unilab_rl.algorithms import build_agent
+from unilab_rl.cli.bench import summarize, synchronize
+from unilab_rl.cli.run_record import git_commit
+from unilab_rl.graphed_updates import uses_cuda_graphs
+
+# Updates per eager count: a whole number of actor periods for every learner here (FastSAC 4,
+# FlashSAC 2), so the actor's share is what training runs.
+EAGER_UPDATES = 8
+
+
+def check_learner_arguments(args: argparse.Namespace) -> None:
+    """Bad numbers fail before anything is built (ValueError naming the flag)."""
+    for flag, value in (("--calls", args.calls), ("--samples", args.samples), ("--num-envs", args.num_envs)):
+        if value < 1:
+            raise ValueError(f"{flag} must be >= 1, got {value}")
+    if args.json is not None and args.json.is_dir():
+        raise ValueError(f"--json {args.json} is a directory; give a file path")
+
+
+def bench_learner(args: argparse.Namespace, runner, config) -> dict[str, Any]:
+    """Times and counts for the learner of ``runner`` (whose replay holds at least one batch)."""
+    device = runner.spec.device
+    agent, replay, batch_size = runner.agent, runner.replay, config.batch_size
+    batch = replay.sample(batch_size)
+    for _ in range(2 * EAGER_UPDATES):  # compiles, captures every update variant
+        agent.update(batch)
+    calls: dict[str, Callable[[], object]] = {
+        "draw": lambda: replay.sample(batch_size),
+        "update": lambda: agent.update(batch),
+        "draw_and_update": lambda: agent.update(replay.sample(batch_size)),
+    }
+    issue: dict[str, list[float]] = {name: [] for name in calls}
+    wall: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(args.samples):
+        for name, call in calls.items():
+            issued, finished = _streamed_ms(call, args.calls, device)
+            issue[name].append(issued)
+            wall[name].append(finished)
+
+    eager = build_agent(args.algo, runner.spec, config.model_copy(update={"cuda_graph": False}), device)
+    eager.load_state_dict(agent.state_dict())
+    for _ in range(EAGER_UPDATES):  # compiles the eager learner's networks
+        eager.update(batch)
+    counted = {"eager_update": _counted(lambda: eager.update(batch), device),
+               "draw": _counted(lambda: replay.sample(batch_size), device)}
+    return {
+        "benchmark": "learner", "command": " ".join(sys.argv), "task": args.task, "backend": args.backend,
+        "algo": args.algo, "num_envs": args.num_envs, "device": str(device), "batch_size": batch_size,
+        "updates_from_cuda_graphs": uses_cuda_graphs(config.cuda_graph, device), "calls_per_sample": args.calls,
+        "samples": args.samples, "algo_config": config.model_dump(),
+        "ms_per_call": {name: {"issue": summarize(issue[name]), "wall": summarize(wall[name])} for name in calls},
+        "per_call_dispatch": counted, "eager_updates_counted": EAGER_UPDATES,
+        "git_commit": git_commit(), "versions": {"torch": torch.__version__},
+        "raw": {"issue_ms": issue, "wall_ms": wall},
+    }
+
+
+def print_learner_record(record: dict[str, Any]) -> None:
+    for name, times in record["ms_per_call"].items():
+        print(f"{name:16s} ms per call  issue {times['issue']['median']:8.3f}  wall {times['wall']['median']:8.3f}"
+              f"  (wall min {times['wall']['min']:.3f} max {times['wall']['max']:.3f})")
+    for name, counts in record["per_call_dispatch"].items():
+        line = f"{name:16s} kernel ops {counts['kernel_ops']:7.1f}  host syncs {counts['host_syncs']:4.1f}"
+        if counts["device_ms"] is not None:
+            line += f"  profiled kernels {counts['device_kernels']:7.1f}  device ms {counts['device_ms']:.3f}"
+        print(line)
+
+
+def _streamed_ms(call: Callable[[], object], count: int, device: torch.device) -> tuple[float, float]:
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(count):
+        call()
+    issued = time.perf_counter() - start
+    synchronize(device)
+    finished = time.perf_counter() - start
+    return 1e3 * issued / count, 1e3 * finished / count
+
+
+def _counted(call: Callable[[], object], device: torch.device) -> dict[str, float | None]:
+    """Kernel-sized ops and host syncs per call, from what torch dispatches; on CUDA also the
+    device time of the kernels they launched, from the torch profiler."""
+    from unisim.host_sync import HostSyncProbe
+
+    with HostSyncProbe() as probe:
+        for _ in range(EAGER_UPDATES):
+            call()
+    counts: dict[str, float | None] = {"kernel_ops": probe.kernel_op_count / EAGER_UPDATES,
+                                       "host_syncs": len(probe.syncs) / EAGER_UPDATES,
+                                       "device_kernels": None, "device_ms": None}
+    if device.type == "cuda":
+        from torch.profiler import ProfilerActivity, profile
+
+        synchronize(device)
+        with profile(activities=[ProfilerActivity.CUDA]) as profiled:
+            for _ in range(EAGER_UPDATES):
+                call()
+            synchronize(device)
+        kernels = [e for e in profiled.events()
+                   if e.device_type.name == "CUDA" and not getattr(e, "is_user_annotation", False)]
+        counts["device_kernels"] = len(kernels) / EAGER_UPDATES
+        counts["device_ms"] = sum(e.device_time for e in kernels) / 1e3 / EAGER_UPDATES
+    return counts
