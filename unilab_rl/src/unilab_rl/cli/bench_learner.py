@@ -28,10 +28,12 @@ from typing import Any
 
 import torch
 
+from unilab_rl.algo_config import OffPolicyConfig
 from unilab_rl.algorithms import build_agent
 from unilab_rl.cli.bench import summarize, synchronize
 from unilab_rl.cli.run_record import git_commit
 from unilab_rl.graphed_updates import uses_cuda_graphs
+from unilab_rl.runner import OffPolicyRunner
 
 # Updates per eager count: a whole number of actor periods for every learner here (FastSAC 4,
 # FlashSAC 2), so the actor's share is what training runs.
@@ -47,7 +49,7 @@ def check_learner_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--json {args.json} is a directory; give a file path")
 
 
-def bench_learner(args: argparse.Namespace, runner, config) -> dict[str, Any]:
+def bench_learner(args: argparse.Namespace, runner: OffPolicyRunner, config: OffPolicyConfig) -> dict[str, Any]:
     """Times and counts for the learner of ``runner`` (whose replay holds at least one batch)."""
     device = runner.spec.device
     agent, replay, batch_size = runner.agent, runner.replay, config.batch_size
