@@ -91,9 +91,12 @@ def summarize(values: list[float]) -> dict[str, float]:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Bad numbers fail before anything is built (ValueError naming the flag)."""
-    if not (math.isfinite(args.seconds) and args.seconds > 0):
+    """Bad numbers fail before anything is built (ValueError naming the flag): the arguments
+    the collector and learner benchmarks share, and each one's own sample length."""
+    if args.what == "collector" and not (math.isfinite(args.seconds) and args.seconds > 0):
         raise ValueError(f"--seconds must be a finite number > 0, got {args.seconds}")
+    if args.what == "learner" and args.calls < 1:
+        raise ValueError(f"--calls must be >= 1, got {args.calls}")
     if args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
     if args.num_envs < 1:
@@ -247,9 +250,9 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
 
 
 def _learner(args: argparse.Namespace, factory: EnvFactory) -> int:
-    from unilab_rl.cli.bench_learner import bench_learner, check_learner_arguments, print_learner_record
+    from unilab_rl.cli.bench_learner import bench_learner, print_learner_record
 
-    check_learner_arguments(args)
+    check_arguments(args)
     env, _, config, runner = bench_runner(args, factory)
     try:
         record = bench_learner(args, runner, config)

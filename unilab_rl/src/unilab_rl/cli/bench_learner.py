@@ -12,8 +12,8 @@ they are close, the host's launching is the limit; where wall is longer, the dev
 
 Then, per call of an eager update (a copy of the learner with ``cuda_graph=false``) and of a
 draw: the kernel-sized ops and host syncs torch dispatches (``unisim.host_sync``), and on CUDA
-the kernels the torch profiler saw and their device time (compiled networks launch fused
-kernels, so there the profiler's count is the one to read). On the host the optimizers read
+the device events the torch profiler saw (kernels, copies, memsets) and their device time
+(compiled networks launch fused kernels, so there the profiler's count is the one to read). On the host the optimizers read
 their step counts back each step, which the probe counts as host syncs; the CUDA learners keep
 them on the device.
 """
@@ -38,15 +38,6 @@ from unilab_rl.runner import OffPolicyRunner
 # Updates per eager count: a whole number of actor periods for every learner here (FastSAC 4,
 # FlashSAC 2), so the actor's share is what training runs.
 EAGER_UPDATES = 8
-
-
-def check_learner_arguments(args: argparse.Namespace) -> None:
-    """Bad numbers fail before anything is built (ValueError naming the flag)."""
-    for flag, value in (("--calls", args.calls), ("--samples", args.samples), ("--num-envs", args.num_envs)):
-        if value < 1:
-            raise ValueError(f"{flag} must be >= 1, got {value}")
-    if args.json is not None and args.json.is_dir():
-        raise ValueError(f"--json {args.json} is a directory; give a file path")
 
 
 def bench_learner(args: argparse.Namespace, runner: OffPolicyRunner, config: OffPolicyConfig) -> dict[str, Any]:
@@ -94,7 +85,7 @@ def print_learner_record(record: dict[str, Any]) -> None:
     for name, counts in record["per_call_dispatch"].items():
         line = f"{name:16s} kernel ops {counts['kernel_ops']:7.1f}  host syncs {counts['host_syncs']:4.1f}"
         if counts["device_ms"] is not None:
-            line += f"  profiled kernels {counts['device_kernels']:7.1f}  device ms {counts['device_ms']:.3f}"
+            line += f"  profiled device events {counts['device_events']:7.1f}  device ms {counts['device_ms']:.3f}"
         print(line)
 
 
@@ -111,7 +102,7 @@ def _streamed_ms(call: Callable[[], object], count: int, device: torch.device) -
 
 def _counted(call: Callable[[], object], device: torch.device) -> dict[str, float | None]:
     """Kernel-sized ops and host syncs per call, from what torch dispatches; on CUDA also the
-    device time of the kernels they launched, from the torch profiler."""
+    device events the torch profiler saw and their device time."""
     from unisim.host_sync import HostSyncProbe
 
     with HostSyncProbe() as probe:
@@ -119,7 +110,7 @@ def _counted(call: Callable[[], object], device: torch.device) -> dict[str, floa
             call()
     counts: dict[str, float | None] = {"kernel_ops": probe.kernel_op_count / EAGER_UPDATES,
                                        "host_syncs": len(probe.syncs) / EAGER_UPDATES,
-                                       "device_kernels": None, "device_ms": None}
+                                       "device_events": None, "device_ms": None}
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
 
@@ -129,7 +120,7 @@ def _counted(call: Callable[[], object], device: torch.device) -> dict[str, floa
                 call()
             synchronize(device)
         kernels = [e for e in profiled.events()
-                   if e.device_type.name == "CUDA" and not getattr(e, "is_user_annotation", False)]
-        counts["device_kernels"] = len(kernels) / EAGER_UPDATES
+                   if e.device_type.name == "CUDA" and not e.is_user_annotation]
+        counts["device_events"] = len(kernels) / EAGER_UPDATES
         counts["device_ms"] = sum(e.device_time for e in kernels) / 1e3 / EAGER_UPDATES
     return counts
