@@ -161,6 +161,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         phases_ms = runner.timer.flush()
         phases_ms.update({f"env/{k}": v for k, v in env.flush_metrics().items() if k.endswith("_ms")})
         runner.timer.sample_every = 1_000_000
+        # Counted last: compiled networks run eagerly after the probe (bench_learner._counted).
         dispatch = collector_dispatch(runner)
     finally:
         env.close()

@@ -102,15 +102,14 @@ def _streamed_ms(call: Callable[[], object], count: int, device: torch.device) -
 
 def _counted(call: Callable[[], object], device: torch.device) -> dict[str, float | None]:
     """Kernel-sized ops and host syncs per call, from what torch dispatches; on CUDA also the
-    device events the torch profiler saw and their device time."""
+    device events the torch profiler saw and their device time.
+
+    The profile runs first: torch.compile'd code that once runs under a dispatch mode (the
+    probe is one) runs eagerly from then on, for the rest of the process (seen with torch
+    2.13), so a profile taken after the probe would time an uncompiled learner."""
     from unisim.host_sync import HostSyncProbe
 
-    with HostSyncProbe() as probe:
-        for _ in range(EAGER_UPDATES):
-            call()
-    counts: dict[str, float | None] = {"kernel_ops": probe.kernel_op_count / EAGER_UPDATES,
-                                       "host_syncs": len(probe.syncs) / EAGER_UPDATES,
-                                       "device_events": None, "device_ms": None}
+    counts: dict[str, float | None] = {"device_events": None, "device_ms": None}
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
 
@@ -123,4 +122,8 @@ def _counted(call: Callable[[], object], device: torch.device) -> dict[str, floa
                    if e.device_type.name == "CUDA" and not e.is_user_annotation]
         counts["device_events"] = len(kernels) / EAGER_UPDATES
         counts["device_ms"] = sum(e.device_time for e in kernels) / 1e3 / EAGER_UPDATES
-    return counts
+    with HostSyncProbe() as probe:
+        for _ in range(EAGER_UPDATES):
+            call()
+    return {"kernel_ops": probe.kernel_op_count / EAGER_UPDATES, "host_syncs": len(probe.syncs) / EAGER_UPDATES,
+            **counts}
