@@ -95,8 +95,9 @@ def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
 # the same run learning after each step (one seed each). Halving its updates (4 per env step) made
 # 1.3-1.7x the env steps in 90 s but passed 11-13 of 17 on three seeds (with 8: 9-17, six of eight
 # runs 15 or more), so it keeps 8.
-# FlashSAC with overlap_learning passed 16 of 17 at 3 minutes on two seeds (7 without); its entry
-# leaves it off until a run at its full 9 minutes is judged with it.
+# FlashSAC with overlap_learning passed 16 of 17 at 3 minutes on two seeds (7 without), a third
+# seed 8 (on a fresh machine, its compiles inside those 3 minutes); its entry leaves it off until
+# a run at its full 9 minutes is judged with it.
 _FASTSAC_G1 = ("compile=true", "overlap_learning=true", "log_every=50", "checkpoint_every=1000")
 
 # The walking env's step replayed from CUDA graphs (unilab.step_graphs): on an H200 at 4096 envs
