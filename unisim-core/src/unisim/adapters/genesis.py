@@ -26,11 +26,13 @@ Trade-offs, decided here:
   refresh on every call, reset rows or not.
 - Contact sensing (contract 1.3) reads Genesis's own contact forces of the last ``scene.step``:
   ANY rows from ``get_links_net_contact_force`` (Genesis sums every contact of a link, self
-  contacts included); BODIES and SELF rows from ``get_contacts(is_padded=True)`` (fixed
-  capacity, so no host sync to trim it), each contact's force on its link A/B kept where the
-  other link passes the row's filter. GEOMS is not declared: Genesis renumbers and merges
-  geoms, and MJCF geom names do not survive its importer. Rows written by ``set_state`` are
-  cleared (``ContactAfterReset.CLEARED``); Genesis's force buffers are only read after a step.
+  contacts included); BODIES and SELF rows from the rigid solver's contact list
+  (``collider.get_contacts(is_padded=True)``: fixed capacity, so no host sync to trim it), each
+  contact's force on its link A/B kept where the other link passes the row's filter, through
+  one precomputed sign table over link pairs (one gather and one batched matmul per step).
+  GEOMS is not declared: Genesis renumbers and merges geoms, and MJCF geom names do not
+  survive its importer. Rows written by ``set_state`` are cleared
+  (``ContactAfterReset.CLEARED``); Genesis's force buffers are only read after a step.
 """
 
 from __future__ import annotations
@@ -239,16 +241,26 @@ class GenesisBackend(SimBackend):
                                  if int(mjmodel.body_rootid[b]) == t.other and b != t.body and b != 0}
         rows_f = sorted(by_row)
         self._filtered_rows = as_index(rows_f)
-        self._filtered_body = as_index([next(t.body for t in filtered if t.row == r) for r in rows_f])
+        sensed = as_index([next(t.body for t in filtered if t.row == r) for r in rows_f])
         allowed = torch.zeros((mjmodel.nbody, len(rows_f)), dtype=torch.float32, device=device)
         for j, r in enumerate(rows_f):
-            allowed[sorted(by_row[r]), j] = 1.0
-        self._filtered_allowed = allowed  # (nbody, filtered rows): 1 where that body passes the row's filter
-        # Genesis global link index -> MuJoCo body index.
-        link_to_body = torch.zeros(int(self._body_perm.max()) + 1 + self._robot.link_start, dtype=torch.int64,
-                                   device=device)
-        link_to_body[self._body_perm + self._robot.link_start] = torch.arange(mjmodel.nbody, device=device)
-        self._link_to_body = link_to_body
+            allowed[sorted(by_row[r]), j] = 1.0  # (nbody, filtered rows): 1 where that body passes the row's filter
+        # Genesis global link index -> MuJoCo body index. Links of other entities (the ground)
+        # count as the world, so a contact that touches no sensed body weighs 0 below.
+        self._collider = self._scene.rigid_solver.collider
+        n_links = self._scene.rigid_solver.n_links
+        link_body = torch.zeros(n_links, dtype=torch.int64, device=device)
+        link_body[self._body_perm + self._robot.link_start] = torch.arange(mjmodel.nbody, device=device)
+        # One table over contact pairs (link A, link B), each shifted by one so that 0 stands for
+        # "no contact": per filtered row, -1 where A is the sensed body and B passes the row's
+        # filter (the contact force acts on A negated), +1 where B is and A passes, 0 otherwise.
+        # A refresh is then one gather and one batched matmul over the padded contact list.
+        on_first = (link_body[:, None, None] == sensed) * allowed[link_body][None, :, :]  # (A, B, rows)
+        sign = torch.zeros((n_links + 1, n_links + 1, len(rows_f)), dtype=torch.float32, device=device)
+        sign[1:, 1:] = on_first.transpose(0, 1) - on_first
+        self._pair_sign = sign.flatten(0, 1)
+        self._pair_stride = n_links + 1
+        self._contact_slots = torch.zeros(0, dtype=torch.int32, device=device)  # sized at the first read
         return plan.views(self._contact_force, self._in_contact)
 
     def _refresh_contacts(self) -> None:
@@ -257,17 +269,15 @@ class GenesisBackend(SimBackend):
             net = self._robot.get_links_net_contact_force()
             force[:, self._any_rows] = net[:, self._any_links]
         if self._filtered_rows.numel():
-            c = self._robot.get_contacts(is_padded=True)
-            valid = c["valid_mask"].unsqueeze(-1)  # (N, C, 1)
-            lut = self._link_to_body
-            body_a = lut[c["link_a"].clamp(0, lut.numel() - 1)]
-            body_b = lut[c["link_b"].clamp(0, lut.numel() - 1)]
-            sensed = self._filtered_body
-            # (N, C, rows): the row's body is link A (B) and link B (A) passes its filter.
-            on_a = (body_a.unsqueeze(-1) == sensed) * self._filtered_allowed[body_b] * valid
-            on_b = (body_b.unsqueeze(-1) == sensed) * self._filtered_allowed[body_a] * valid
-            force[:, self._filtered_rows] = (torch.einsum("ncr,ncd->nrd", on_a, c["force_a"])
-                                             + torch.einsum("ncr,ncd->nrd", on_b, c["force_b"]))
+            c = self._collider.get_contacts(as_tensor=True, to_torch=True, is_padded=True)
+            link_a, link_b = c["link_a"], c["link_b"]
+            if self._contact_slots.numel() != link_a.shape[-1]:
+                self._contact_slots = torch.arange(link_a.shape[-1], dtype=torch.int32, device=link_a.device)
+            live = self._contact_slots < c["n_contacts"][:, None]  # slots past an env's count are stale
+            stride = self._pair_stride
+            pair = torch.where(live, link_b.add(link_a, alpha=stride).add_(stride + 1), 0)
+            sign = self._pair_sign[pair]  # (N, C, rows)
+            force[:, self._filtered_rows] = torch.bmm(sign.transpose(1, 2), c["force"])
         in_contact_from_force(force, self._contact_thresholds, self._in_contact)
 
     def _refresh(self) -> None:
