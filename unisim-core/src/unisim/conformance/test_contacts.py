@@ -207,6 +207,26 @@ def test_set_state_where_clears_contacts_of_masked_rows(probe):
     _settle_again(probe, ctrl)
 
 
+def test_a_body_lifted_off_the_floor_reports_no_floor_force_on_the_next_step(probe):
+    """Contacts a row had before are not reported once they are gone (a backend keeping a
+    fixed-capacity contact list must not read the slots its last count left behind)."""
+    ctrl = torch.zeros(probe.num_envs, probe.state_widths().nu, device=probe.device)
+    probe.step(ctrl, SUBSTEPS)
+    assert contact(probe, "floor", "block")[1][2], "row 2 rests on the floor before the lift"
+    qpos = probe.views().qpos.clone()
+    inv = probe.inventory()
+    for root in ("block_root", "base_root"):
+        qpos[2, inv.joint(root).qpos_adr + 2] += LIFT
+    probe.set_state(torch.tensor([2], device=probe.device), qpos[2:], torch.zeros_like(probe.views().qvel[2:]))
+    probe.step(ctrl, SUBSTEPS)
+    for sensor, body in (("floor", "block"), ("floor", "base"), ("any", "block")):
+        force, touching = contact(probe, sensor, body)
+        assert torch.equal(force[2], torch.zeros(3)), f"{sensor}/{body}: {force[2].tolist()}"
+        assert not touching[2]
+    probe.set_state(torch.tensor([2], device=probe.device), *_resting_state(probe))
+    _settle_again(probe, ctrl)
+
+
 def _settle_again(probe, ctrl) -> None:
     """Step the shared probe until row 2 rests again, so no case depends on running before a reset
     case (pytest may reorder cases of a module-scoped fixture, e.g. when several models are given)."""
