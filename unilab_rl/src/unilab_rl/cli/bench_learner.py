@@ -11,11 +11,11 @@ interleaved samples:
 they are close, the host's launching is the limit; where wall is longer, the device is.
 
 Then, per call of an eager update (a copy of the learner with ``cuda_graph=false``) and of a
-draw: the kernel-sized ops and host syncs torch dispatches (``unisim.host_sync``), and on CUDA
-the device events the torch profiler saw (kernels, copies, memsets) and their device time
-(compiled networks launch fused kernels, so there the profiler's count is the one to read). On the host the optimizers read
-their step counts back each step, which the probe counts as host syncs; the CUDA learners keep
-them on the device.
+draw: on CUDA the device events the torch profiler saw (kernels, copies, memsets) and their
+device time, then the kernel-sized ops and host syncs torch dispatches (``unisim.host_sync``).
+Compiled networks launch fused kernels, so for them the profiler's count is the one to read.
+On the host the optimizers read their step counts back each step, which the probe counts as
+host syncs; the CUDA learners keep them on the device.
 """
 
 from __future__ import annotations
