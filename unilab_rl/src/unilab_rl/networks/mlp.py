@@ -5,6 +5,21 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+# bf16 GEMMs whose sizes are not multiples of 8 take slower tensor-core kernels. The G1's sizes
+# are not (critic input 137, 101 atoms, actor output 58), so the forward passes below zero-pad
+# those sizes up to the next multiple and cut the padding off again. Zero rows and columns add
+# nothing to a product and get no gradient, and the stored parameters keep their sizes, so
+# outputs, gradients and checkpoints are exactly those of the unpadded networks.
+GEMM_MULTIPLE = 8
+
+
+def _zero_pad(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """``t`` with zeros appended along ``dim`` up to a multiple of GEMM_MULTIPLE."""
+    pad = -t.shape[dim] % GEMM_MULTIPLE
+    if not pad:
+        return t
+    return nn.functional.pad(t, [0, 0] * (t.ndim - 1 - dim % t.ndim) + [0, pad])
+
 
 def layernorm_silu_mlp(in_features: int, width: int, out_features: int, layers: int = 3) -> nn.Sequential:
     """``layers`` hidden layers of width, width/2, width/4, ... then a linear output."""
@@ -35,8 +50,12 @@ class GaussianActor(nn.Module):
         nn.init.zeros_(final.bias)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        *hidden, final = self.net
+        for layer in hidden:
+            obs = layer(obs)
+        out = nn.functional.linear(obs, _zero_pad(final.weight, 0), _zero_pad(final.bias, 0))
         # Sampling and log-probabilities need float32; the net may run in bf16 under autocast.
-        mean, raw_log_std = self.net(obs).float().split(self.action_dim, dim=-1)
+        mean, raw_log_std = out[..., :final.out_features].float().split(self.action_dim, dim=-1)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(raw_log_std) + 1.0)
         return mean, log_std
 
@@ -67,16 +86,19 @@ class CategoricalCriticEnsemble(nn.Module):
         self.norm_eps = norms[0][0].eps
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        x = torch.cat([obs, action], dim=-1)
+        x = _zero_pad(torch.cat([obs, action], dim=-1), -1)
         ensemble = self.weights[0].shape[0]
         # The first layer's input is shared: one matmul against all members' rows, (B, E, out).
-        x = nn.functional.linear(x, self.weights[0].flatten(0, 1), self.biases[0].flatten())
+        first = _zero_pad(self.weights[0], -1).flatten(0, 1)
+        x = nn.functional.linear(x, first, self.biases[0].flatten())
         x = self._norm_silu(x.unflatten(-1, (ensemble, -1)), 0).transpose(0, 1)  # (E, B, out)
-        for i in range(1, len(self.weights)):
+        last = len(self.weights) - 1
+        for i in range(1, last):
             x = torch.baddbmm(self.biases[i].unsqueeze(1), x, self.weights[i].transpose(1, 2))
-            if i < len(self.norm_weights):
-                x = self._norm_silu(x, i, member_axis=0)
-        return x
+            x = self._norm_silu(x, i, member_axis=0)
+        atoms = self.weights[last].shape[1]
+        weight, bias = _zero_pad(self.weights[last], 1), _zero_pad(self.biases[last], 1)
+        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))[..., :atoms]
 
     def _norm_silu(self, x: torch.Tensor, i: int, member_axis: int = 1) -> torch.Tensor:
         """LayerNorm with each member's own scale and shift, then SiLU; ``x`` holds the members
