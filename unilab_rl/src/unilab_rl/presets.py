@@ -94,11 +94,16 @@ def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
 # second while learning, and the 5-minute sweep passed 16 of 17 commands against 15 of 17 for
 # the same run learning after each step (one seed each). Halving its updates (4 per env step) made
 # 1.3-1.7x the env steps in 90 s but passed 11-13 of 17 on three seeds (with 8: 9-17, six of eight
-# runs 15 or more), so it keeps 8.
+# runs 15 or more), so it keeps 8. Its losses are compiled too (compile_losses): the learner's
+# update alone took 0.73x the time on an H200 and its share of a collector step 0.87-0.89x; with
+# the networks' GEMM padding too (networks/mlp.py), beside collection it kept 0.61-0.62x of its
+# learning-free collector. Three seeds alone for 90 s with both made 21.1-21.3M env steps
+# (14.6-18.5M before) and passed 16 of 17 each.
 # FlashSAC with overlap_learning passed 16 of 17 at 3 minutes on two seeds (7 without), a third
 # seed 8 (on a fresh machine, its compiles inside those 3 minutes); its entry leaves it off until
 # a run at its full 9 minutes is judged with it.
-_FASTSAC_G1 = ("compile=true", "overlap_learning=true", "log_every=50", "checkpoint_every=1000")
+_FASTSAC_G1 = ("compile=true", "compile_losses=true", "overlap_learning=true", "log_every=50",
+               "checkpoint_every=1000")
 
 # The walking env's step replayed from CUDA graphs (unilab.step_graphs): on an H200 at 4096 envs
 # the env alone stepped at 0.958x of raw physics replaying its own writes, against 0.948x eager.
