@@ -174,3 +174,52 @@ def test_genesis_keeps_its_first_device_for_the_process(backend):
 
     with pytest.raises(ContractViolation, match="already initialised on cpu"):
         genesis_backend_for(torch.device("cuda", 0))
+
+
+# Actuators listed out of dof order, and actuated dofs with a gap: each servo must still drive
+# its own joint. The targets reach Genesis as one dofs range where the actuated dofs form a run
+# (a tensor index makes Genesis write constants by advanced indexing: a host sync each on CUDA).
+ACTUATORS_IN_ORDER = """    <position name="left_hip" joint="left_hip" kp="40" kv="2"/>
+    <position name="left_knee" joint="left_knee" kp="40" kv="2"/>
+    <position name="right_hip" joint="right_hip" kp="40" kv="2"/>"""
+ACTUATOR_ORDERS = {
+    "reversed": ["right_hip", "left_knee", "left_hip"],
+    "without_the_knee": ["left_hip", "right_hip"],
+}
+
+
+@pytest.mark.parametrize("order", ACTUATOR_ORDERS)
+def test_each_servo_drives_its_own_joint_whatever_the_actuator_order(backend, model_xml, order, monkeypatch):
+    from genesis.engine.entities.rigid_entity import RigidEntity
+
+    names = ACTUATOR_ORDERS[order]
+    lines = {line.split('"')[1]: line for line in ACTUATORS_IN_ORDER.splitlines()}
+    assert ACTUATORS_IN_ORDER in model_xml
+    other = unisim.create_backend("genesis", num_envs=N, device="cpu",
+                                  model=model_xml.replace(ACTUATORS_IN_ORDER, "\n".join(lines[n] for n in names)))
+    dofs_given = []
+    control = RigidEntity.control_dofs_position
+    monkeypatch.setattr(RigidEntity, "control_dofs_position",
+                        lambda self, position, dofs_idx_local=None, envs_idx=None: (
+                            dofs_given.append(dofs_idx_local), control(self, position, dofs_idx_local, envs_idx)))
+    model = mujoco.MjModel.from_xml_string(model_xml)
+    qpos = torch.tensor(model.qpos0, dtype=torch.float32).repeat(N, 1)
+    qpos[:, 2] = 1.5  # in the air: only the servos move the legs
+    targets = {"left_hip": torch.tensor([0.6, -0.6]), "left_knee": torch.tensor([0.8, 0.2]),
+               "right_hip": torch.tensor([-0.4, 0.5])}
+    try:
+        for b, actuated in ((backend, list(lines)), (other, names)):
+            b.set_state(torch.arange(N), qpos, torch.zeros(N, model.nv))
+            ctrl = torch.stack([targets[name] for name in actuated], dim=-1)
+            for _ in range(10):
+                b.step(ctrl, 2)
+        for name in names:
+            adr = other.inventory().joint(name).qpos_adr
+            moved = other.views().qpos[:, adr] - qpos[:, adr]
+            assert (moved * targets[name].sign() > 0.01).all(), f"{name} did not follow its targets"
+        if order == "reversed":  # the same servos as the model in order: the same motion
+            torch.testing.assert_close(other.views().qpos, backend.views().qpos, rtol=0, atol=1e-6)
+    finally:
+        other.close()
+    ranges = [isinstance(dofs, range) for dofs in dofs_given]
+    assert ranges == [True] * 10 + [order == "reversed"] * 10

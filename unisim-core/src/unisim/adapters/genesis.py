@@ -13,7 +13,8 @@ Trade-offs, decided here:
   any other kind is refused (fail closed).
 - PD control: Genesis imports kp/kv from MJCF position actuators but applies nothing until
   ``control_dofs_position`` is called, so every ``step`` sends ctrl (MuJoCo actuator order,
-  clamped to ctrlrange as MuJoCo does) to the actuated dofs. Gains and force ranges are set
+  clamped to ctrlrange as MuJoCo does) to the actuated dofs, as one dofs range where they form
+  one run (no host sync on CUDA; a tensor index costs two). Gains and force ranges are set
   explicitly from the MjModel so they do not depend on Genesis's importer.
 - ``gs.init`` may run once per process: the first backend picks gs.cpu or gs.gpu, and a
   later request for the other one fails closed.
@@ -169,6 +170,19 @@ class GenesisBackend(SimBackend):
         self._qvel_inv = torch.argsort(self._qvel_perm)
         act_dofs = [joints[a.joint].dofs_idx_local[0] for a in self._inventory.actuators]
         self._act_dofs = as_index(act_dofs)
+        # control_dofs_position writes the targets, the control mode and a zero velocity target
+        # through the dofs index it is given. A range becomes slices there: plain copies and
+        # fills. A tensor index makes it write the two constants by advanced indexing, which on
+        # CUDA copies each one to the device and waits for it, two host syncs per step. So the
+        # targets go as one range when the actuated dofs form one run (the G1's do), reordered
+        # to ascending dofs if the actuators list them otherwise.
+        run = sorted(act_dofs)
+        if act_dofs and run == list(range(run[0], run[0] + len(run))):
+            self._ctrl_dofs: range | torch.Tensor = range(run[0], run[-1] + 1)
+            ascending = sorted(range(len(act_dofs)), key=act_dofs.__getitem__)
+            self._ctrl_order = None if run == act_dofs else as_index(ascending)
+        else:
+            self._ctrl_dofs, self._ctrl_order = self._act_dofs, None
         lo = [a.ctrl_range[0] if a.ctrl_range else -float("inf") for a in self._inventory.actuators]
         hi = [a.ctrl_range[1] if a.ctrl_range else float("inf") for a in self._inventory.actuators]
         self._ctrl_lo = torch.tensor(lo, dtype=torch.float32, device=device)
@@ -186,8 +200,10 @@ class GenesisBackend(SimBackend):
     # ---- physics ------------------------------------------------------------------
     def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
         if self._act_dofs.numel():
-            target = torch.minimum(torch.maximum(ctrl, self._ctrl_lo), self._ctrl_hi)
-            self._robot.control_dofs_position(target, self._act_dofs)
+            target = torch.clamp(ctrl, self._ctrl_lo, self._ctrl_hi)
+            if self._ctrl_order is not None:
+                target = target[:, self._ctrl_order]
+            self._robot.control_dofs_position(target, self._ctrl_dofs)
         for _ in range(substeps):
             self._scene.step(update_visualizer=False, refresh_visualizer=False)
         self._physics_steps += substeps
