@@ -270,6 +270,7 @@ def fake_units(monkeypatch):
         if kind == "collector":
             record = {"env_steps_per_s_no_learning": {"median": 90.0}}
         record["command"] = " ".join([f"/tree/{kind}.py", *cmd[3:]])
+        record["git_commit"] = tree.commit + ("-dirty" if kind == "collector" else "")
         out.write_text(json.dumps(record))
         return {"status": "ok", "record": record, "wall_s": 0.0}
 
@@ -310,6 +311,19 @@ def test_units_made_with_other_settings_are_refused_not_reused(tmp_path, fake_un
         matrix.run_matrix(cases, matrix.Settings("cpu", 8, 3, 5, 1, 0.1, 1, 10.0), [tree], tmp_path,
                           log=lambda *_: None)  # 8 envs, not 4
     assert len(fake_units) == 6  # nothing ran for the refused run
+
+
+def test_units_measured_at_another_commit_are_refused_not_reused(tmp_path, fake_units):
+    cases = matrix.select_cases("fastsac/g1_walk_flat/mujoco", "cpu")
+    settings = matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0)
+    matrix.run_matrix(cases, settings, [matrix.Tree("base", tmp_path, "a1b2")], tmp_path, log=lambda *_: None)
+    # The same commit with uncommitted changes marked resumes; another commit does not.
+    again = matrix.run_matrix(cases, settings, [matrix.Tree("base", tmp_path, "a1b2+uncommitted")], tmp_path,
+                              log=lambda *_: None)
+    assert all(u["reused"] for u in again["fastsac/g1_walk_flat/mujoco"]["base"]["units"])
+    with pytest.raises(ValueError, match="--units: base-r0-env-g1_walk_flat-mujoco.json was measured at commit a1b2"):
+        matrix.run_matrix(cases, settings, [matrix.Tree("base", tmp_path, "c3d4")], tmp_path, log=lambda *_: None)
+    assert len(fake_units) == 6  # nothing ran again
 
 
 def test_units_measured_on_another_machine_are_refused(tmp_path):

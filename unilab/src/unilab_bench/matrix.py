@@ -145,7 +145,8 @@ def run_unit(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[st
 def reuse_or_run(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dict[str, Any]:
     """A unit whose record is already in the units folder (a run cut short and started again
     with the same ``--units``) is read, not run again; a failed unit left no record and runs.
-    A record made by another command (other settings) is refused: it would pair unlike figures."""
+    A record made by another command (other settings) or at another commit of its tree is
+    refused: it would pair unlike figures, or measure other code under this tree's name."""
     if not out.exists():
         return run_unit(tree, cmd, out, timeout_s)
     record = json.loads(out.read_text())
@@ -153,7 +154,18 @@ def reuse_or_run(tree: Tree, cmd: list[str], out: Path, timeout_s: float) -> dic
     if made_by != " ".join(cmd[3:]).split():  # cmd: python -m MODULE ARGS...
         raise ValueError(f"--units: {out.name} was made by another command ({' '.join(made_by)!r}, not "
                          f"{' '.join(cmd[3:])!r}); use an empty folder or the same settings")
+    made_at = _commit_of(str(record.get("git_commit", "")))
+    if made_at and _commit_of(tree.commit) and made_at != _commit_of(tree.commit):
+        raise ValueError(f"--units: {out.name} was measured at commit {made_at}, and the {tree.label} tree is "
+                         f"now {tree.commit}; use an empty folder")
     return {"status": "ok", "record": record, "wall_s": record.get("_wall_s"), "reused": True}
+
+
+def _commit_of(label: str) -> str:
+    """The commit a record or tree names, without the marks of uncommitted changes ('' if unknown):
+    the runners write 'SHA' or 'SHA-dirty', the head tree 'SHA+uncommitted'."""
+    commit = label.split("+")[0].removesuffix("-dirty")
+    return "" if not commit or commit.startswith("unknown") else commit
 
 
 # ---- the driver -------------------------------------------------------------------------
@@ -253,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
     p.add_argument("--units", type=Path, help="keep every process's JSON here; run again with the same folder "
-                   "to resume a run cut short (records there are reused, not re-measured)")
+                   "to resume a run cut short (records there are reused, not re-measured; records made with other "
+                   "settings, at another commit of their tree or on another machine are refused)")
     return p
 
 
