@@ -70,6 +70,10 @@ def test_the_actor_pads_its_output_and_matches_its_plain_net():
     assert name == "linear" and w == (16, WIDTH // 4)
     plain_mean, plain_raw = actor.net(obs).split(5, dim=-1)
     torch.testing.assert_close(mean, plain_mean, rtol=1e-6, atol=1e-6)
+    # The log-std half too (the padding sits after it and must not shift it).
+    span = actor.log_std_max - actor.log_std_min
+    torch.testing.assert_close(log_std, actor.log_std_min + 0.5 * span * (torch.tanh(plain_raw) + 1.0),
+                               rtol=1e-6, atol=1e-6)
     assert mean.shape == log_std.shape == (16, 5)
 
     mean.sum().backward()

@@ -179,8 +179,7 @@ class GenesisBackend(SimBackend):
         run = sorted(act_dofs)
         if act_dofs and run == list(range(run[0], run[0] + len(run))):
             self._ctrl_dofs: range | torch.Tensor = range(run[0], run[-1] + 1)
-            ascending = sorted(range(len(act_dofs)), key=act_dofs.__getitem__)
-            self._ctrl_order = None if run == act_dofs else as_index(ascending)
+            self._ctrl_order = None if run == act_dofs else torch.argsort(self._act_dofs)
         else:
             self._ctrl_dofs, self._ctrl_order = self._act_dofs, None
         lo = [a.ctrl_range[0] if a.ctrl_range else -float("inf") for a in self._inventory.actuators]
