@@ -223,3 +223,64 @@ def test_each_servo_drives_its_own_joint_whatever_the_actuator_order(backend, mo
         other.close()
     ranges = [isinstance(dofs, range) for dofs in dofs_given]
     assert ranges == [True] * 10 + [order == "reversed"] * 10
+
+
+# The views and contacts are read from Genesis's zero-copy state buffers (the tensors its getters
+# clone), not through get_qpos/get_links_*/get_contacts: the same values bit for bit, checked
+# against a backend made to use the getters, through steps, masked resets and row resets, on the
+# sensor model and on the contact probe thrown about (contacts of every declared filter).
+def test_zero_copy_reads_equal_genesis_getters_bit_for_bit(model_xml, monkeypatch):
+    from unisim import ContactSensorSpec
+    from unisim.adapters import genesis as adapter
+    from unisim.conformance import CONTACT_PROBE_MODEL
+    from unisim.conformance.states import random_state
+
+    pytest.importorskip("genesis")
+    probe = [ContactSensorSpec("any", ("block", "lid", "base")),
+             ContactSensorSpec("floor", ("block", "lid", "base"), with_bodies=("world",)),
+             ContactSensorSpec("self", ("lid", "shelf", "base"), with_self=True)]
+    n, seen = 4, {}
+    for model, specs in ((model_xml, ()), (str(CONTACT_PROBE_MODEL), probe)):
+        fast = unisim.create_backend("genesis", model=model, num_envs=n, device="cpu", contact_sensors=specs)
+        with monkeypatch.context() as m:
+            m.setattr(adapter, "state_views", lambda scene: None)
+            m.setattr(adapter, "contact_views", lambda collider: None)
+            slow = unisim.create_backend("genesis", model=model, num_envs=n, device="cpu", contact_sensors=specs)
+        try:
+            reads = lambda key: (fast.diagnostics()[key], slow.diagnostics()[key])
+            assert reads("state_reads") == ("zero-copy views", "getters")
+            if specs:
+                assert reads("contact_reads") == ("zero-copy views", "get_contacts")
+
+            def same(when):
+                a, b = fast.views(), slow.views()
+                for name in ("qpos", "qvel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w",
+                             "sensordata"):
+                    assert torch.equal(getattr(a, name), getattr(b, name)), f"{name} {when}"
+                for key in a.contacts:
+                    assert torch.equal(a.contacts[key].force_w, b.contacts[key].force_w), f"{key} {when}"
+                    assert torch.equal(a.contacts[key].in_contact, b.contacts[key].in_contact), f"{key} {when}"
+                    seen[key] = seen.get(key, False) or bool(a.contacts[key].in_contact.any())
+
+            same("after the build")
+            inv, gen = fast.inventory(), torch.Generator().manual_seed(0)
+            qpos, qvel = random_state(inv, n, 5)
+            qvel = 4.0 * qvel  # rows 2, 3 thrown: sliding, tumbling, hitting each other
+            qpos[:2], qvel[:2] = fast.views().qpos[:2], 0.0  # rows 0, 1 from the model's pose: settling
+            for b in (fast, slow):
+                b.set_state(torch.arange(n), qpos, qvel)
+            same("after set_state")
+            for k in range(40):
+                ctrl = torch.rand(n, inv.widths.nu, generator=gen) - 0.5
+                for b in (fast, slow):
+                    b.step(ctrl, 4)
+                same(f"after step {k}")
+                if k % 10 == 9:
+                    mask = torch.rand(n, generator=gen) < 0.5
+                    for b in (fast, slow):
+                        b.set_state_where(mask, qpos, qvel)
+                    same(f"after set_state_where {k}")
+        finally:
+            fast.close()
+            slow.close()
+    assert seen == {"any": True, "floor": True, "self": True}, f"a filter never saw a contact: {seen}"

@@ -1,10 +1,16 @@
 """Genesis adapter: DEVICE data plane (gs.gpu on CUDA, gs.cpu on the CPU).
 
 Trade-offs, decided here:
-- Genesis owns its state tensors and its getters return copies, so zero-copy views are not
-  possible. The public views are tensors preallocated once and refreshed after ``step`` and
-  ``set_state`` with the fewest getter calls that cover them: get_qpos, get_dofs_velocity,
-  get_links_pos/quat/vel/ang (six), then one permuted copy each into the views.
+- Genesis owns its state tensors and its getters return copies, so the public views cannot be
+  Genesis's own tensors. They are tensors preallocated once and refreshed after ``step`` and
+  ``set_state`` by one permuted copy each (``index_select``) from Genesis's zero-copy views of the
+  rigid solver's state buffers (``qd_to_torch(..., copy=False)``: the tensors Genesis itself
+  caches and clones in its getters, updated in place by every kernel), and the link linear
+  velocity by Genesis's own formula (cd_vel + cd_ang x (pos - root_COM)). Bit for bit what
+  get_qpos, get_dofs_velocity and get_links_pos/quat/vel/ang return, without their clone of the
+  whole buffer and their index handling (~145 fewer Python calls a refresh, two refreshes an
+  env step). Where Genesis has no zero-copy view (zero-copy off) or its relative link getters would
+  strip a pose offset (a morph offset or an aligned free root), the six getters are used.
 - Layout: links/joints are matched to MuJoCo bodies/joints BY NAME once at construction and
   turned into index tensors (qpos, qvel, body); the views are in MuJoCo order even when
   Genesis orders things its own way. The world body is Genesis's "world" link.
@@ -31,6 +37,9 @@ Trade-offs, decided here:
   (``collider.get_contacts(is_padded=True)``: fixed capacity, so no host sync to trim it), each
   contact's force on its link A/B kept where the other link passes the row's filter, through
   one precomputed sign table over link pairs (one gather and one batched matmul per step).
+  With zero-copy views the contact list is read as ``get_contacts`` reads it (the same sorted
+  gather over the fixed capacity, or the buffers themselves where Genesis keeps them in order)
+  for the three fields used (link_a, link_b, force) instead of all eight.
   GEOMS is not declared: Genesis renumbers and merges geoms, and MJCF geom names do not
   survive its importer. Rows written by ``set_state`` are cleared
   (``ContactAfterReset.CLEARED``); Genesis's force buffers are only read after a step.
@@ -46,6 +55,7 @@ from typing import Any
 import mujoco
 import torch
 
+from unisim.adapters.genesis_buffers import contact_views, state_views
 from unisim.adapters.genesis_runtime import build_scene, genesis_backend_for
 from unisim.adapters.link_sensors import SENSOR_KINDS, LinkStateSensors
 from unisim.capabilities import Capabilities, DataPlane, Feature, ResetPublication
@@ -129,6 +139,14 @@ class GenesisBackend(SimBackend):
         self._sensors = sensors
         n, nb = num_envs, mjmodel.nbody
         f32 = {"dtype": torch.float32, "device": device}
+        self._state = state_views(self._scene)  # None: the getters
+        if self._state is not None:
+            robot = self._robot
+            self._q_idx = self._qpos_perm + robot.q_start  # solver-global columns, MuJoCo order
+            self._dof_idx = self._qvel_perm + robot.dof_start
+            self._link_idx = self._body_perm + robot.link_start
+            self._rel_pos = torch.empty((n, nb, 3), **f32)  # scratch for the link linear velocity
+            self._cross = torch.empty((n, nb, 3), **f32)
         self._views = BackendViews(
             qpos=torch.zeros((n, mjmodel.nq), **f32), qvel=torch.zeros((n, mjmodel.nv), **f32),
             body_pos_w=torch.zeros((n, nb, 3), **f32), body_quat_w=torch.zeros((n, nb, 4), **f32),
@@ -165,9 +183,11 @@ class GenesisBackend(SimBackend):
         self._body_perm = as_index(body_perm)  # MuJoCo body b <- Genesis link body_perm[b]
         self._qpos_perm = as_index(qpos_perm)  # MuJoCo qpos column i <- Genesis q qpos_perm[i]
         self._qvel_perm = as_index(qvel_perm)
-        # Inverse maps for writing: Genesis q column qpos_perm[i] <- MuJoCo column i.
-        self._qpos_inv = torch.argsort(self._qpos_perm)
-        self._qvel_inv = torch.argsort(self._qvel_perm)
+        # Inverse maps for writing: Genesis q column qpos_perm[i] <- MuJoCo column i; None where the
+        # layouts agree (the setters only read the state they are given, so it goes as it is).
+        identity = lambda perm: perm == list(range(len(perm)))
+        self._qpos_inv = None if identity(qpos_perm) else torch.argsort(self._qpos_perm)
+        self._qvel_inv = None if identity(qvel_perm) else torch.argsort(self._qvel_perm)
         act_dofs = [joints[a.joint].dofs_idx_local[0] for a in self._inventory.actuators]
         self._act_dofs = as_index(act_dofs)
         # control_dofs_position writes the targets, the control mode and a zero velocity target
@@ -227,8 +247,10 @@ class GenesisBackend(SimBackend):
         # Velocity first without a forward pass, then qpos keeping that velocity: set_qpos's one
         # forward pass then publishes link poses AND velocities (seen ~10x cheaper on CPU than
         # set_qpos(zero_velocity=True) followed by set_dofs_velocity's own forward pass).
-        robot.set_dofs_velocity(qvel[:, self._qvel_inv], envs_idx=envs, skip_forward=True)
-        robot.set_qpos(qpos[:, self._qpos_inv], envs_idx=envs, zero_velocity=False)
+        qvel = qvel if self._qvel_inv is None else qvel[:, self._qvel_inv]
+        qpos = qpos if self._qpos_inv is None else qpos[:, self._qpos_inv]
+        robot.set_dofs_velocity(qvel, envs_idx=envs, skip_forward=True)
+        robot.set_qpos(qpos, envs_idx=envs, zero_velocity=False)
         self._set_state_calls += 1
         self._refresh()
 
@@ -245,6 +267,7 @@ class GenesisBackend(SimBackend):
         any_rows = [t for t in plan.targets if t.filter is ContactFilter.ANY]
         self._any_rows = as_index([t.row for t in any_rows])
         self._any_links = self._body_perm[as_index([t.body for t in any_rows])] if any_rows else self._any_rows
+        self._any_links_global = self._any_links + self._robot.link_start
         # Filtered rows: sensed MuJoCo body and, per row, which MuJoCo bodies may be the other side.
         filtered = [t for t in plan.targets if t.filter is not ContactFilter.ANY]
         by_row: dict[int, set[int]] = {}
@@ -276,33 +299,68 @@ class GenesisBackend(SimBackend):
         self._pair_sign = sign.flatten(0, 1)
         self._pair_stride = n_links + 1
         self._contact_slots = torch.zeros(0, dtype=torch.int32, device=device)  # sized at the first read
+        self._contact_src = contact_views(self._collider) if rows_f else None  # None: get_contacts
         return plan.views(self._contact_force, self._in_contact)
 
     def _refresh_contacts(self) -> None:
         force = self._contact_force
         if self._any_rows.numel():
-            net = self._robot.get_links_net_contact_force()
-            force[:, self._any_rows] = net[:, self._any_links]
+            if self._state is None:
+                net = self._robot.get_links_net_contact_force()
+                force[:, self._any_rows] = net[:, self._any_links]
+            else:  # get_links_net_contact_force's buffer, through solver-global link indices
+                force[:, self._any_rows] = self._state["contact_force"][:, self._any_links_global]
         if self._filtered_rows.numel():
-            c = self._collider.get_contacts(as_tensor=True, to_torch=True, is_padded=True)
-            link_a, link_b = c["link_a"], c["link_b"]
+            link_a, link_b, contact_force, n_contacts = self._contact_list()
             if self._contact_slots.numel() != link_a.shape[-1]:
                 self._contact_slots = torch.arange(link_a.shape[-1], dtype=torch.int32, device=link_a.device)
-            live = self._contact_slots < c["n_contacts"][:, None]  # slots past an env's count are stale
+            live = self._contact_slots < n_contacts[:, None]  # slots past an env's count are stale
             stride = self._pair_stride
             pair = torch.where(live, link_b.add(link_a, alpha=stride).add_(stride + 1), 0)
-            sign = self._pair_sign[pair]  # (N, C, rows)
-            force[:, self._filtered_rows] = torch.bmm(sign.transpose(1, 2), c["force"])
+            # (N, C, rows): the table's rows for each contact, by index_select (a plain row copy; advanced
+            # indexing gives the same values ~3x slower on CPU)
+            sign = torch.index_select(self._pair_sign, 0, pair.flatten()).view(*pair.shape, self._pair_sign.shape[1])
+            force[:, self._filtered_rows] = torch.bmm(sign.transpose(1, 2), contact_force)
         in_contact_from_force(force, self._contact_thresholds, self._in_contact)
 
+    def _contact_list(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(link_a, link_b, force, n_contacts) of the padded contact list, as get_contacts(is_padded=True)
+        gives them: its zero-copy path, for the three fields used."""
+        src = self._contact_src
+        if src is None:
+            c = self._collider.get_contacts(as_tensor=True, to_torch=True, is_padded=True)
+            return c["link_a"], c["link_b"], c["force"], c["n_contacts"]
+        if src["sort_idx"] is None:  # Genesis keeps the buffers in contact order
+            return src["link_a"], src["link_b"], src["force"], src["n_contacts"]
+        # Sorted contacts: gather the full capacity through the sort permutation, whose entries past
+        # the live range may be stale, clamped in bounds (get_contacts's own padded gather).
+        sort_idx = src["sort_idx"]
+        idx = sort_idx.clamp(0, sort_idx.shape[1] - 1)
+        return (src["link_a"].gather(1, idx), src["link_b"].gather(1, idx),
+                src["force"].gather(1, idx.unsqueeze(-1).expand(-1, -1, 3)), src["n_contacts"])
+
     def _refresh(self) -> None:
-        robot, v, bp = self._robot, self._views, self._body_perm
-        torch.index_select(robot.get_qpos(), 1, self._qpos_perm, out=v.qpos)
-        torch.index_select(robot.get_dofs_velocity(), 1, self._qvel_perm, out=v.qvel)
-        torch.index_select(robot.get_links_pos(), 1, bp, out=v.body_pos_w)
-        torch.index_select(robot.get_links_quat(), 1, bp, out=v.body_quat_w)
-        torch.index_select(robot.get_links_vel(), 1, bp, out=v.body_lin_vel_w)
-        torch.index_select(robot.get_links_ang(), 1, bp, out=v.body_ang_vel_w)
+        v, s = self._views, self._state
+        if s is None:
+            robot, bp = self._robot, self._body_perm
+            torch.index_select(robot.get_qpos(), 1, self._qpos_perm, out=v.qpos)
+            torch.index_select(robot.get_dofs_velocity(), 1, self._qvel_perm, out=v.qvel)
+            torch.index_select(robot.get_links_pos(), 1, bp, out=v.body_pos_w)
+            torch.index_select(robot.get_links_quat(), 1, bp, out=v.body_quat_w)
+            torch.index_select(robot.get_links_vel(), 1, bp, out=v.body_lin_vel_w)
+            torch.index_select(robot.get_links_ang(), 1, bp, out=v.body_ang_vel_w)
+        else:
+            links = self._link_idx
+            torch.index_select(s["qpos"], 1, self._q_idx, out=v.qpos)
+            torch.index_select(s["dofs_vel"], 1, self._dof_idx, out=v.qvel)
+            torch.index_select(s["pos"], 1, links, out=v.body_pos_w)
+            torch.index_select(s["quat"], 1, links, out=v.body_quat_w)
+            torch.index_select(s["cd_ang"], 1, links, out=v.body_ang_vel_w)
+            # get_links_vel at the link origin: cd_vel + cd_ang x (pos - root_COM), the same float ops
+            rel = torch.index_select(s["root_COM"], 1, links, out=self._rel_pos)
+            torch.sub(v.body_pos_w, rel, out=rel)
+            torch.linalg.cross(v.body_ang_vel_w, rel, dim=-1, out=self._cross)
+            torch.index_select(s["cd_vel"], 1, links, out=v.body_lin_vel_w).add_(self._cross)
         if v.sensordata.shape[1]:
             self._sensors.compute(v.sensordata, v.qpos, v.qvel, v.body_pos_w, v.body_quat_w,
                                   v.body_lin_vel_w, v.body_ang_vel_w)
@@ -314,6 +372,10 @@ class GenesisBackend(SimBackend):
             "physics_steps": self._physics_steps,
             "env_steps": self._env_steps,
             "set_state_calls": self._set_state_calls,
-            "getter_calls_per_refresh": 6,
+            "getter_calls_per_refresh": 6 if self._state is None else 0,
+            "state_reads": "getters" if self._state is None else "zero-copy views",
+            "contact_reads": ("unused" if not self._filtered_rows.numel() else
+                              "get_contacts" if self._contact_src is None else "zero-copy views"),
             "sensors": "computed from link states (Genesis drops MJCF sensors)",
         }
+
