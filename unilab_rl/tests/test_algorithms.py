@@ -103,13 +103,14 @@ def test_polyak_update_refuses_networks_of_different_layouts():
 
 
 @pytest.mark.slow  # torch.compile's first compile of two losses and their backward: about a minute on CPU
-def test_fastsac_compiled_losses_learn_what_the_eager_losses_learn():
-    runner = filled_runner("fastsac")
+@pytest.mark.parametrize("algo", ALGOS)
+def test_compiled_losses_learn_what_the_eager_losses_learn(algo):
+    runner = filled_runner(algo)
     batches = [runner.replay.sample(32) for _ in range(4)]  # updates 0 and 2 also train the actor
     agents, graphs = [], []
     for compiled in (False, True):
         torch.manual_seed(0)
-        _, _, agent = tiny_agent("fastsac", compile_losses=compiled)
+        _, _, agent = tiny_agent(algo, compile_losses=compiled)
         torch.manual_seed(1)
         before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
         metrics = [agent.update(batch) for batch in batches]

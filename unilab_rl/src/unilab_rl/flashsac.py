@@ -21,7 +21,7 @@ What makes it FlashSAC rather than plain SAC:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from pydantic import Field
@@ -66,6 +66,8 @@ from unilab_rl.symmetry import batch_mirrors
 
 
 class FlashSACConfig(OffPolicyConfig):
+    changeable_on_resume: ClassVar[frozenset[str]] = OffPolicyConfig.changeable_on_resume | {"compile_losses"}
+
     actor_width: int = Field(128, ge=4)
     actor_blocks: int = Field(2, ge=0)
     critic_width: int = Field(256, ge=4)
@@ -80,6 +82,10 @@ class FlashSACConfig(OffPolicyConfig):
     target_std: float = Field(0.15, gt=0.0, description="target entropy = entropy of N(0, target_std^2) per dim")
     noise_repeat_exponent: float = Field(2.0, gt=0.0, description="zeta exponent of noise hold lengths")
     noise_repeat_max: int = Field(16, ge=1, description="longest noise hold, in env steps")
+    compile_losses: bool = Field(
+        False, description="torch.compile each update's loss math (the sampled actions, the cross-batch "
+        "normalized critic passes, the categorical target and its projection, the losses) around the "
+        "networks, as one graph per loss with its backward")
 
 
 class FlashSAC:
@@ -126,6 +132,10 @@ class FlashSAC:
             self.actor.compile()
             self.critic.compile()
             self.target_critic.compile()
+        # The losses take their sampling noise as an input, so a compiled loss draws nothing
+        # itself: it computes what the eager one computes from the same noise.
+        self.critic_loss = torch.compile(self._critic_loss) if config.compile_losses else self._critic_loss
+        self.actor_loss = torch.compile(self._actor_loss) if config.compile_losses else self._actor_loss
 
     # ---- acting -----------------------------------------------------------------------
     @torch.no_grad()
@@ -168,50 +178,74 @@ class FlashSAC:
 
     def update_critic(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
         cfg = self.config
-        obs, next_obs = batch.obs[CRITIC_GROUP], batch.next_obs[CRITIC_GROUP]
         reward_scale = self.return_scaler.scale() if cfg.normalize_reward else torch.ones((), device=self.device)
-        reward = batch.reward / reward_scale
-        with autocast_context(self.device, cfg.amp):
-            with torch.no_grad():
-                with eval_mode(self.actor):
-                    next_mean, next_log_std = self.actor(batch.next_obs[POLICY_GROUP])
-                next_action, next_log_prob = squashed_sample(
-                    next_mean, next_log_std, torch.randn_like(next_mean), cfg.action_scale)
-                # Cross-batch normalization: (s, a) and (s', a') share one BatchNorm batch.
-                target_logits = self.target_critic(
-                    torch.cat([obs, next_obs]), torch.cat([batch.action, next_action])).float()
-                next_probs = target_logits[:, obs.shape[0]:].softmax(-1)  # (E, B, bins)
-                entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
-                target_probs = pessimistic_soft_target(next_probs, self.support, reward, batch.discount,
-                                                       entropy_bonus, -cfg.g_max, cfg.g_max)
-            logits = self.critic(torch.cat([obs, next_obs]), torch.cat([batch.action, next_action])).float()
-            log_probs = logits[:, : obs.shape[0]].log_softmax(-1)
-            critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
+        # The next actions' noise: the shape, dtype and device of the actor's float32 means.
+        noise = torch.randn_like(batch.action)
+        # Outside the loss, so a compiled loss sees one fixed module mode: the loss uses the
+        # actor only for the next actions, in eval mode.
+        with eval_mode(self.actor):
+            critic_loss, q_mean = self.critic_loss(
+                batch.obs[CRITIC_GROUP], batch.next_obs[CRITIC_GROUP], batch.next_obs[POLICY_GROUP], batch.action,
+                batch.reward, batch.discount, reward_scale, noise)
         optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, cfg.max_grad_norm)
         project_to_unit_norm(self.critic)
-        q_mean = (log_probs.exp() * self.support).sum(-1).mean()
-        return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean.detach() * reward_scale,
+        return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean * reward_scale,
                 "critic/reward_scale": reward_scale.detach()}
 
-    def update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+    def _critic_loss(self, critic_obs: torch.Tensor, next_critic_obs: torch.Tensor, next_policy_obs: torch.Tensor,
+                     action: torch.Tensor, reward: torch.Tensor, discount: torch.Tensor, reward_scale: torch.Tensor,
+                     noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-entropy of the critics against the pessimistic soft target, and the mean Q in
+        scaled-return units. The caller puts the actor in eval mode."""
         cfg = self.config
-        batch_size = batch.action.shape[0]
+        reward = reward / reward_scale
         with autocast_context(self.device, cfg.amp):
-            # The actor's BatchNorm sees s and s' together, as the critic's does.
-            mean, log_std = self.actor(torch.cat([batch.obs[POLICY_GROUP], batch.next_obs[POLICY_GROUP]]))
-            action, log_prob = squashed_sample(
-                mean[:batch_size], log_std[:batch_size], torch.randn_like(mean[:batch_size]), cfg.action_scale)
-            with frozen(self.critic), eval_mode(self.critic):
-                logits = self.critic(batch.obs[CRITIC_GROUP], action).float()
-            q = (logits.softmax(-1) * self.support).sum(-1).min(0).values
-            temperature = self.log_temperature.exp().detach()
-            actor_loss = (temperature * log_prob.float() - q).mean()
-        optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, cfg.max_grad_norm)
+            with torch.no_grad():
+                next_mean, next_log_std = self.actor(next_policy_obs)
+                next_action, next_log_prob = squashed_sample(next_mean, next_log_std, noise, cfg.action_scale)
+                # Cross-batch normalization: (s, a) and (s', a') share one BatchNorm batch.
+                target_logits = self.target_critic(
+                    torch.cat([critic_obs, next_critic_obs]), torch.cat([action, next_action])).float()
+                next_probs = target_logits[:, critic_obs.shape[0]:].softmax(-1)  # (E, B, bins)
+                entropy_bonus = self.log_temperature.exp() * next_log_prob.float()
+                target_probs = pessimistic_soft_target(next_probs, self.support, reward, discount,
+                                                       entropy_bonus, -cfg.g_max, cfg.g_max)
+            logits = self.critic(
+                torch.cat([critic_obs, next_critic_obs]), torch.cat([action, next_action])).float()
+            log_probs = logits[:, : critic_obs.shape[0]].log_softmax(-1)
+            critic_loss = -(target_probs[None] * log_probs).sum(-1).mean(-1).sum()
+        q_mean = (log_probs.detach().exp() * self.support).sum(-1).mean()
+        return critic_loss, q_mean
+
+    def update_actor_and_temperature(self, batch: ReplayBatch) -> dict[str, torch.Tensor]:
+        noise = torch.randn_like(batch.action)
+        # Outside the loss, so a compiled loss sees one fixed module mode: the loss uses the
+        # critic only to score the sampled actions, frozen and in eval mode.
+        with frozen(self.critic), eval_mode(self.critic):
+            actor_loss, log_prob = self.actor_loss(
+                batch.obs[POLICY_GROUP], batch.next_obs[POLICY_GROUP], batch.obs[CRITIC_GROUP], noise)
+        optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, self.config.max_grad_norm)
         project_to_unit_norm(self.actor)
 
         temperature_metrics = temperature_step(self.log_temperature, self.temperature_optimizer, log_prob,
                                                self.target_entropy, self.gradient_hook)
         return {"actor/loss": actor_loss.detach(), **temperature_metrics}
+
+    def _actor_loss(self, policy_obs: torch.Tensor, next_policy_obs: torch.Tensor, critic_obs: torch.Tensor,
+                    noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """SAC's actor loss on the ensemble-min Q, and the sampled actions' log-probability. The
+        caller freezes the critic and puts it in eval mode."""
+        cfg = self.config
+        batch_size = policy_obs.shape[0]
+        with autocast_context(self.device, cfg.amp):
+            # The actor's BatchNorm sees s and s' together, as the critic's does.
+            mean, log_std = self.actor(torch.cat([policy_obs, next_policy_obs]))
+            action, log_prob = squashed_sample(mean[:batch_size], log_std[:batch_size], noise, cfg.action_scale)
+            logits = self.critic(critic_obs, action).float()
+            q = (logits.softmax(-1) * self.support).sum(-1).min(0).values
+            temperature = self.log_temperature.exp().detach()
+            actor_loss = (temperature * log_prob.float() - q).mean()
+        return actor_loss, log_prob
 
     # ---- checkpoint state -------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
