@@ -3,14 +3,10 @@
 Trade-offs, decided here:
 - Genesis owns its state tensors and its getters return copies, so the public views cannot be
   Genesis's own tensors. They are tensors preallocated once and refreshed after ``step`` and
-  ``set_state`` by one permuted copy each (``index_select``) from Genesis's zero-copy views of the
-  rigid solver's state buffers (``qd_to_torch(..., copy=False)``: the tensors Genesis itself
-  caches and clones in its getters, updated in place by every kernel), and the link linear
-  velocity by Genesis's own formula (cd_vel + cd_ang x (pos - root_COM)). Bit for bit what
-  get_qpos, get_dofs_velocity and get_links_pos/quat/vel/ang return, without their clone of the
-  whole buffer and their index handling (~145 fewer Python calls a refresh, two refreshes an
-  env step). Where Genesis has no zero-copy view (zero-copy off) or its relative link getters would
-  strip a pose offset (a morph offset or an aligned free root), the six getters are used.
+  ``set_state`` by one permuted copy each (``index_select``) from Genesis's zero-copy views of
+  the solver buffers its getters clone (``genesis_buffers``): the getters' values bit for bit,
+  without their clone of the whole buffer and their index handling. Where Genesis has no such
+  views, the six getters (get_qpos, get_dofs_velocity, get_links_pos/quat/vel/ang) are used.
 - Layout: links/joints are matched to MuJoCo bodies/joints BY NAME once at construction and
   turned into index tensors (qpos, qvel, body); the views are in MuJoCo order even when
   Genesis orders things its own way. The world body is Genesis's "world" link.
@@ -37,9 +33,8 @@ Trade-offs, decided here:
   (``collider.get_contacts(is_padded=True)``: fixed capacity, so no host sync to trim it), each
   contact's force on its link A/B kept where the other link passes the row's filter, through
   one precomputed sign table over link pairs (one gather and one batched matmul per step).
-  With zero-copy views the contact list is read as ``get_contacts`` reads it (the same sorted
-  gather over the fixed capacity, or the buffers themselves where Genesis keeps them in order)
-  for the three fields used (link_a, link_b, force) instead of all eight.
+  With zero-copy views the list is gathered as ``get_contacts`` gathers it, for the three
+  fields used (link_a, link_b, force) instead of all eight.
   GEOMS is not declared: Genesis renumbers and merges geoms, and MJCF geom names do not
   survive its importer. Rows written by ``set_state`` are cleared
   (``ContactAfterReset.CLEARED``); Genesis's force buffers are only read after a step.
@@ -185,9 +180,8 @@ class GenesisBackend(SimBackend):
         self._qvel_perm = as_index(qvel_perm)
         # Inverse maps for writing: Genesis q column qpos_perm[i] <- MuJoCo column i; None where the
         # layouts agree (the setters only read the state they are given, so it goes as it is).
-        identity = lambda perm: perm == list(range(len(perm)))
-        self._qpos_inv = None if identity(qpos_perm) else torch.argsort(self._qpos_perm)
-        self._qvel_inv = None if identity(qvel_perm) else torch.argsort(self._qvel_perm)
+        self._qpos_inv = None if qpos_perm == list(range(mjmodel.nq)) else torch.argsort(self._qpos_perm)
+        self._qvel_inv = None if qvel_perm == list(range(mjmodel.nv)) else torch.argsort(self._qvel_perm)
         act_dofs = [joints[a.joint].dofs_idx_local[0] for a in self._inventory.actuators]
         self._act_dofs = as_index(act_dofs)
         # control_dofs_position writes the targets, the control mode and a zero velocity target
