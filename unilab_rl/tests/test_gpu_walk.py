@@ -91,7 +91,7 @@ def test_a_preset_gives_each_algorithm_its_own_budget_and_the_command_line_wins(
         train_args.apply_preset(args)
         return args.minutes, args.steps
 
-    assert minutes() == (4.0, None) and minutes("--algo", "flashsac") == (9.0, None)
+    assert minutes() == (4.0, None) and minutes("--algo", "flashsac") == (7.0, None)
     assert minutes("--minutes", "2") == (2.0, None) and minutes("--steps", "1000") == (None, 1000)
 
 
