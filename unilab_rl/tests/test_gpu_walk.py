@@ -66,6 +66,16 @@ def test_gpu_walk_runs_another_preset_given_on_its_command_line(tmp_path, monkey
     args = train_cli.build_parser().parse_intermixed_args(captured["argv"])
     train_args.apply_preset(args)
     assert args.preset == "gpu_track" and args.task == PRESETS["gpu_track"].task
+    assert captured["argv"].count("--preset") == 1  # the printed command names the preset it runs, once
+
+
+def test_gpu_walk_seeds_run_the_preset_given_on_its_command_line(tmp_path, monkeypatch):
+    captured = {}
+    monkeypatch.setattr(gpu_walk.seeds_cli, "run_side_by_side",
+                        lambda seeds, out, argv: captured.setdefault("argv", argv) and 0)
+    assert gpu_walk.main(["--seeds", "0,1", "--out", str(tmp_path), "--preset", "gpu_track", "--minutes", "2"]) == 0
+    argv = captured["argv"]
+    assert argv[argv.index("--preset") + 1] == "gpu_track" and argv.count("--preset") == 1
 
 
 def test_gpu_walk_refuses_evaluation_options_without_eval(tmp_path):

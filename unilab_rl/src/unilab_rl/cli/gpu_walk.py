@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval", action="store_true",
                         help="after training, judge every kept checkpoint by the task's evaluation into OUT/eval")
     parser.add_argument("--seeds", help="two or more seeds, comma-separated, run side by side (OUT/seed-K/)")
+    parser.add_argument("--preset", default="gpu_walk", help="the training preset (default: gpu_walk)")
     args, rest = parser.parse_known_args(argv)
     if args.seeds is not None:
         try:
@@ -61,12 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         clashing = [flag for flag in ("--seed", "--nproc") if any(t == flag or t.startswith(flag + "=") for t in rest)]
         if clashing:
             parser.error(f"--seeds runs one process per seed: drop {' and '.join(clashing)}")
-        return seeds_cli.run_side_by_side(seeds, args.out, [*(["--eval"] if args.eval else []), *rest])
+        return seeds_cli.run_side_by_side(seeds, args.out,
+                                          [*(["--eval"] if args.eval else []), "--preset", args.preset, *rest])
     eval_options = [token for token in rest if token.startswith("eval.")]
     if eval_options and not args.eval:
         parser.error(f"{' '.join(eval_options)}: evaluation options need --eval")
     rest = [token for token in rest if not token.startswith("eval.")]
-    train_argv = ["--preset", "gpu_walk", "--out", str(args.out / "run"), "--curve-json", str(args.out / "curve.json"),
+    train_argv = ["--preset", args.preset, "--out", str(args.out / "run"), "--curve-json", str(args.out / "curve.json"),
                   "--summary-json", str(args.out / "summary.json"), "--no-progress", *rest]
     print("gpu_walk: unilab-train " + " ".join(train_argv), flush=True)
     code = train_cli.main(train_argv)
