@@ -109,8 +109,8 @@ _FASTSAC_G1 = ("compile=true", "compile_losses=true", "overlap_learning=true", "
 _GRAPHED_ENV = ("env.cuda_graph=true",)
 
 # FlashSAC walking learns beside collection too: with overlap_learning it passed 16 of 17 sweep
-# commands at 3 minutes on two seeds (7 of 17 without) and 14 on two more; all 17 at 7 minutes
-# on two seeds (111-112M env steps), the time its entry without the setting first passed in.
+# commands at 3 minutes on two seeds (7 of 17 without) and 14 in two more runs of those seeds,
+# which passed all 17 at 7 minutes (111-112M env steps), when its entry without it first passed.
 _FLASHSAC_WALK_OVERLAP = ("overlap_learning=true",)
 
 # Tracking keeps a slow average of the actor and is judged by it: FastSAC at 2 minutes on an H200
