@@ -89,17 +89,24 @@ def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
                            f"action_scale={action_scale}")
 
 
+# A learner's updates beside collection (overlap_learning): the policy is one update stale, the
+# env and the learner share the GPU instead of taking turns.
+# FlashSAC walking with it passed 16 of 17 sweep commands at 3 minutes on two seeds (7 of 17
+# without) and 14 in two more runs of those seeds, which passed all 17 at 7 minutes (111-112M env
+# steps), when its entry without it first passed. Its tracking entries have not been run with it.
+_LEARN_BESIDE_COLLECTION = ("overlap_learning=true",)
+
 # FastSAC keeps its own defaults (batch 8192, 8 updates per env step); compiled networks; its
-# updates run beside collection (overlap_learning): on an H200 that made 1.17x the env steps per
-# second while learning, and the 5-minute sweep passed 16 of 17 commands against 15 of 17 for
-# the same run learning after each step (one seed each). Halving its updates (4 per env step) made
+# updates run beside collection: on an H200 that made 1.17x the env steps per second while
+# learning, and the 5-minute sweep passed 16 of 17 commands against 15 of 17 for the same run
+# learning after each step (one seed each). Halving its updates (4 per env step) made
 # 1.3-1.7x the env steps in 90 s but passed 11-13 of 17 on three seeds (with 8: 9-17, six of eight
 # runs 15 or more), so it keeps 8. Its losses are compiled too (compile_losses): the learner's
 # update alone took 0.73x the time on an H200 and its share of a collector step 0.87-0.89x; with
 # the networks' GEMM padding too (networks/mlp.py), beside collection it kept 0.61-0.62x of its
 # learning-free collector. Three seeds alone for 90 s with both made 21.1-21.3M env steps
 # (14.6-18.5M before) and passed 16 of 17 each.
-_FASTSAC_G1 = ("compile=true", "compile_losses=true", "overlap_learning=true", "log_every=50",
+_FASTSAC_G1 = ("compile=true", "compile_losses=true", *_LEARN_BESIDE_COLLECTION, "log_every=50",
                "checkpoint_every=1000")
 
 # The walking env's step replayed from CUDA graphs (unilab.step_graphs): on an H200 at 4096 envs
@@ -107,11 +114,6 @@ _FASTSAC_G1 = ("compile=true", "compile_losses=true", "overlap_learning=true", "
 # While FastSAC learns, the learner dominates: 30-s runs made 193-195k env-steps/s either way.
 # Evaluation, play and export decide this for themselves (unilab.config.task_overrides).
 _GRAPHED_ENV = ("env.cuda_graph=true",)
-
-# FlashSAC walking learns beside collection too: with overlap_learning it passed 16 of 17 sweep
-# commands at 3 minutes on two seeds (7 of 17 without) and 14 in two more runs of those seeds,
-# which passed all 17 at 7 minutes (111-112M env steps), when its entry without it first passed.
-_FLASHSAC_WALK_OVERLAP = ("overlap_learning=true",)
 
 # Tracking keeps a slow average of the actor and is judged by it: FastSAC at 2 minutes on an H200
 # passed with it at 32.3, 25.3 and 30.9 mm MPKPE (three seeds; the same runs' latest actors
@@ -154,7 +156,7 @@ PRESETS: dict[str, TrainingPreset] = {
         # passed. FlashSAC: 7 minutes, where both seeds learning beside collection passed.
         minutes={"fastsac": 4.0, "flashsac": 7.0},
         overrides={
-            "flashsac": _flashsac_g1(_WALK_ACTION_SCALE) + _FLASHSAC_WALK_OVERLAP + _GRAPHED_ENV,
+            "flashsac": _flashsac_g1(_WALK_ACTION_SCALE) + _LEARN_BESIDE_COLLECTION + _GRAPHED_ENV,
             "fastsac": _FASTSAC_G1 + _WALK_ACTION_RANGE + _WALK_SINGLE_AXIS_COMMANDS + _GRAPHED_ENV,
         },
         # Episodes last > 90% of their 20 s and the planar velocity error is < 0.25 m/s.
