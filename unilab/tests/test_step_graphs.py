@@ -61,10 +61,13 @@ def _same_steps(eager, graphed, steps: int, gen: torch.Generator, scale: float =
 BUSY_TRACKING = {"episode_length_s": 0.3, "events.push.interval_range_s": (0.02, 0.04), "validate_actions": False}
 
 
-@pytest.mark.parametrize(("task", "overrides"), [("g1_walk_flat", BUSY), ("g1_motion_tracking", BUSY_TRACKING)])
-def test_replaying_the_recorded_phases_is_the_eager_step(make_env, task, overrides):
-    eager = make_env(task=task, backend="mjwarp", device="cpu", num_envs=16, seed=3, overrides=overrides)
-    graphed = _recorded(make_env(task=task, backend="mjwarp", device="cpu", num_envs=16, seed=3, overrides=overrides))
+@pytest.mark.parametrize(("task", "backend", "overrides"), [
+    ("g1_walk_flat", "mjwarp", BUSY), ("g1_motion_tracking", "mjwarp", BUSY_TRACKING),
+    # Genesis is a device-plane backend with immediate publication too, so the graphs apply to it.
+    pytest.param("g1_walk_flat", "genesis", BUSY, marks=pytest.mark.slow)])
+def test_replaying_the_recorded_phases_is_the_eager_step(make_env, task, backend, overrides):
+    eager = make_env(task=task, backend=backend, device="cpu", num_envs=16, seed=3, overrides=overrides)
+    graphed = _recorded(make_env(task=task, backend=backend, device="cpu", num_envs=16, seed=3, overrides=overrides))
     dones = _same_steps(eager, graphed, 40, torch.Generator().manual_seed(0))
     assert graphed.step_graphs.runtime.captures == 1 and graphed.step_graphs.graphs is not None
     assert dones > 16  # every row reset at least once, through the replayed reset transaction
