@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--samples", type=int, default=3)
         command.add_argument("--json", type=Path, help="write the JSON record here")
         command.add_argument("--preset", choices=sorted(PRESETS),
-                             help="start from the overrides this training preset trains the algorithm with")
+                             help="start from the learner settings this training preset trains the algorithm with "
+                                  "(not its env or runner settings)")
         command.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
 
