@@ -22,8 +22,8 @@ from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 class RecordingStream:
     """The LearnerStream calls, logged instead of ordered on a GPU."""
 
-    def __init__(self, device: torch.device, log: list[str], priority: int = 0) -> None:
-        self.log, self.priority = log, priority
+    def __init__(self, device: torch.device, log: list[str]) -> None:
+        self.log = log
         self.inside = False
 
     @contextmanager
@@ -68,12 +68,12 @@ class RecordingAgent:
         return getattr(self.agent, name)
 
 
-def recording_runner(monkeypatch, overlap: bool, **runner_settings):
+def recording_runner(monkeypatch, overlap: bool):
     log: list[str] = []
     box: list = []
 
-    def make_stream(device, priority):
-        box.append(RecordingStream(device, log, priority))
+    def make_stream(device):
+        box.append(RecordingStream(device, log))
         return box[-1]
 
     monkeypatch.setattr("unilab_rl.runner.LearnerStream", make_stream)
@@ -81,7 +81,7 @@ def recording_runner(monkeypatch, overlap: bool, **runner_settings):
                                     replay_capacity_per_env=4, n_step=1)
     recorder = RecordingAgent(agent, log, box)
     runner = OffPolicyRunner(env, recorder, config, RunIdentity("point_mass", "fake", "fastsac", 0), None,
-                             runner_config=RunnerConfig(overlap_learning=overlap, **runner_settings))
+                             runner_config=RunnerConfig(overlap_learning=overlap))
     return runner, recorder, log
 
 
@@ -123,16 +123,6 @@ def test_switching_overlap_off_drops_the_action_computed_ahead(monkeypatch):
     runner.collector.step()
     assert len(recorder.updates_seen_by_act) == acts + 1, "the next step acts afresh"
     assert runner.config.overlap_learning is False
-
-
-def test_the_learner_stream_gets_the_configured_priority(monkeypatch):
-    runner, recorder, log = recording_runner(monkeypatch, overlap=True)
-    assert recorder.stream_box[-1].priority == 0, "by default the learner's stream ranks with the env's"
-    runner.config.learner_stream_priority = -1
-    runner.set_overlap_learning(True)  # a new stream: the priority is the stream's, fixed at its creation
-    assert recorder.stream_box[-1].priority == -1 and runner.learner_stream is recorder.stream_box[-1]
-    with pytest.raises(ValueError, match="learner_stream_priority"):
-        RunnerConfig(learner_stream_priority=1)
 
 
 def test_overlap_on_the_host_is_refused_with_the_setting_named():

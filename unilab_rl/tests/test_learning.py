@@ -31,7 +31,7 @@ class HostLearnerStream:
     """LearnerStream's three calls as no-ops: on the host the work is already ordered, so
     this runs exactly the overlapped schedule (act ahead, one update round stale) on CPU."""
 
-    def __init__(self, device, priority=0):
+    def __init__(self, device):
         self.device = device
 
     def updates(self):

@@ -16,10 +16,6 @@ them). Everything the two streams share keeps a fixed order:
 - while step t+1 writes its replay slot, step t's updates sample around it
   (``ReplayBuffer.sample(exclude_next_write=True)``);
 - whatever reads the learner's results on the host (loss sums, checkpoints) joins first.
-
-Both streams compete for the GPU's multiprocessors; a negative ``priority`` lets the learner's
-kernels go first where both wait (the env's stream, torch's default, has priority 0, the
-lowest), which shortens the updates when they, not the env step, are the longer of the two.
 """
 
 from __future__ import annotations
@@ -31,13 +27,13 @@ import torch
 
 
 class LearnerStream:
-    def __init__(self, device: torch.device, priority: int = 0) -> None:
+    def __init__(self, device: torch.device) -> None:
         if device.type != "cuda":
             raise ValueError(f"overlap_learning=true needs a CUDA device, got {device}: on the host the env "
                              "and the learner share the same cores, so there is nothing to overlap; "
                              "pass overlap_learning=false")
         self.device = device
-        self.stream = torch.cuda.Stream(device, priority=priority)  # torch clamps it to the device's range
+        self.stream = torch.cuda.Stream(device)
         self.updates_done = torch.cuda.Event()
         self.recorded = False
 

@@ -41,10 +41,6 @@ class RunnerConfig(BaseModel):
                                                "sharing a GPU) compare")
     overlap_learning: bool = Field(False, description="CUDA only: run the updates on a stream of their own "
                                    "while the next env step runs; the acting policy is one update round stale")
-    learner_stream_priority: int = Field(0, le=0, description="with overlap_learning: the CUDA priority of the "
-                                         "learner's stream; 0 is the env's (the default stream's), a negative "
-                                         "value schedules the learner's kernels first where both wait for the GPU "
-                                         "(values past the device's range mean its highest)")
 
     @field_validator("snapshot_at_s", mode="before")
     @classmethod
@@ -262,8 +258,7 @@ class OffPolicyRunner:
     def set_overlap_learning(self, enabled: bool) -> None:
         """Learn beside collection (unilab_rl.learner_stream) or after each env step; may be
         switched between steps (the collector benchmark times both in one process)."""
-        priority = self.config.learner_stream_priority
-        stream = LearnerStream(self.spec.device, priority) if enabled else None  # refuses a non-CUDA device first
+        stream = LearnerStream(self.spec.device) if enabled else None  # refuses a non-CUDA device first
         self.join_learner()
         self.learner_stream = stream
         self.collector.set_act_ahead(stream.wait_for_updates if stream is not None else None)

@@ -46,10 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
-    collector.add_argument("--learner-priorities", type=_priorities, default=None, metavar="P,...",
-                           help="CUDA: time learning beside collection once per learner stream priority in "
-                                "each sample round (e.g. 0,-1); the first is the record's headline figure "
-                                "(default: the runner's runner.learner_stream_priority)")
     learner = sub.add_parser("learner", help="a learner's time per replay draw and per update, host "
                                              "and device")
     learner.add_argument("--calls", type=int, default=100, help="calls back to back in each timed sample")
@@ -66,17 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(not its env or runner settings)")
         command.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
-
-
-def _priorities(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        values = []
-    if not values or any(v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers <= 0 (0 is the env stream's "
-                                         f"priority, lower is higher), got {text!r}")
-    return values
 
 
 def synchronize(device: torch.device) -> None:
@@ -156,29 +141,19 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         timed_rate(runner, min(args.seconds, 2.0), learn=True)  # warm-up: compiles, first updates
         # Learning beside collection (the learner on its own CUDA stream) is a third mode where a
         # CUDA device allows it; it is switched on and off between samples on the same runner.
-        # With --learner-priorities it is timed once per priority of the learner's stream.
         overlap = spec.device.type == "cuda"
-        priorities = args.learner_priorities or [runner.config.learner_stream_priority]
-        by_priority: dict[int, list[float]] = {p: [] for p in priorities}
-
-        def overlapped_rate(priority: int, seconds: float) -> float:
-            runner.config.learner_stream_priority = priority
-            runner.set_overlap_learning(True)
-            rate = timed_rate(runner, seconds, learn=True)
-            runner.set_overlap_learning(False)
-            return rate
-
         if overlap:
-            for priority in priorities:
-                overlapped_rate(priority, min(args.seconds, 1.0))
-        no_learn, learn = [], []
+            runner.set_overlap_learning(True)
+            timed_rate(runner, min(args.seconds, 1.0), learn=True)
+            runner.set_overlap_learning(False)
+        no_learn, learn, learn_overlapped = [], [], []
         for _ in range(args.samples):
             no_learn.append(timed_rate(runner, args.seconds, learn=False))
             learn.append(timed_rate(runner, args.seconds, learn=True))
             if overlap:
-                for priority in priorities:
-                    by_priority[priority].append(overlapped_rate(priority, args.seconds))
-        learn_overlapped = by_priority[priorities[0]]
+                runner.set_overlap_learning(True)
+                learn_overlapped.append(timed_rate(runner, args.seconds, learn=True))
+                runner.set_overlap_learning(False)
         # Phase breakdown in a separate sample, learning after each step so that the phases run
         # one after another and add up to the step (beside collection they overlap).
         runner.timer.sample_every = 1
@@ -201,12 +176,8 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "env_steps_per_s_with_learning_overlapped": summarize(learn_overlapped) if overlap else None,
         "overlapped_learning_cost_ratio": (statistics.median(learn_overlapped) / statistics.median(no_learn)
                                            if overlap else None),
-        "learner_stream_priorities": priorities,
-        "env_steps_per_s_with_learning_overlapped_by_priority": (
-            {str(p): summarize(rates) for p, rates in by_priority.items()} if overlap else None),
         "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
-        "raw": {"no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped,
-                "with_learning_overlapped_by_priority": {str(p): r for p, r in by_priority.items()}},
+        "raw": {"no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped},
     }
     return record
 
