@@ -2,7 +2,9 @@
 is not the point, and unilab's real factory where its error messages are."""
 
 import json
+import os
 import re
+import sys
 
 import pytest
 import torch
@@ -334,6 +336,33 @@ def test_start_up_is_said_and_kept_apart_from_the_training_budget(tmp_path, caps
     assert summary["imports_s"] > 0
     launch = re.search(r"(\d+\.\d) s from launch with the imports; training starts", printed)
     assert launch and abs(float(launch.group(1)) - (summary["imports_s"] + summary["startup_s"])) < 0.2
+
+
+@pytest.mark.parametrize("writes_bytecode", [True, False])
+def test_start_up_says_when_python_writes_no_bytecode(tmp_path, capsys, monkeypatch, writes_bytecode):
+    # Without cached bytecode every launch compiles its imports again: the start-up figures
+    # must say they include that, and the summary must keep it beside them.
+    import unilab_rl.cli.summary as summary_module
+    import unilab_rl.cli.train as train_module
+
+    for module in (train_module, summary_module):
+        monkeypatch.setattr(module, "python_writes_bytecode", lambda: writes_bytecode)
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + [*TINY_TOKENS, "max_episode_length=10"]) == 0
+    assert json.loads((out / "summary.json").read_text())["writes_bytecode"] is writes_bytecode
+    printed = capsys.readouterr().out
+    assert ("this Python writes no bytecode" in printed) is (not writes_bytecode)
+
+
+def test_python_writes_bytecode_reads_the_interpreter_flag():
+    import subprocess
+
+    probe = "from unilab_rl.cli.process_clock import python_writes_bytecode as w; print(w())"
+    for flag, expected in (([], "True"), (["-B"], "False")):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        result = subprocess.run([sys.executable, *flag, "-c", probe], capture_output=True, text=True, env=env,
+                                check=True)
+        assert result.stdout.strip() == expected
 
 
 def test_a_resume_may_turn_the_averaged_policy_on(tmp_path):

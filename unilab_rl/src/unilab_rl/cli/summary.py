@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from unilab_rl.cli.metrics_sink import shown_metrics, write_json_atomic
+from unilab_rl.cli.process_clock import python_writes_bytecode
 from unilab_rl.goals import GoalTracker
 
 
@@ -22,6 +23,8 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                # Process start to the parsed command (Python, torch and the packages imported), so
                # imports_s + startup_s is launch to training; null where the OS gives no start time.
                "imports_s": None if imports_s is None else round(imports_s, 2),
+               # False: no cached bytecode, so both of the above include compiling every imported source.
+               "writes_bytecode": python_writes_bytecode(),
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
                **tracker.summary()}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)

@@ -53,7 +53,7 @@ from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli.launch import launch_torchrun, without_nproc
 from unilab_rl.cli.metrics_sink import TrainingSink, write_json_atomic
 from unilab_rl.cli.overrides import OverrideError
-from unilab_rl.cli.process_clock import seconds_since_process_start
+from unilab_rl.cli.process_clock import python_writes_bytecode, seconds_since_process_start
 from unilab_rl.cli.run_dir import RunDirError, claim_run_dir
 from unilab_rl.cli.run_record import (
     RECORD_FORMAT,
@@ -255,6 +255,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
             parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {v:.1f} s" for k, v in startup_phases.items())
             launch = "" if imports_s is None else f", {imports_s + startup_s:.1f} s from launch with the imports"
             print(f"unilab-train: start-up took {startup_s:.1f} s ({parts}){launch}; training starts", flush=True)
+            if not python_writes_bytecode():
+                print("unilab-train: this Python writes no bytecode (PYTHONDONTWRITEBYTECODE or -B), so each "
+                      "launch compiles the imported packages' sources again, time the figures above include", flush=True)
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
