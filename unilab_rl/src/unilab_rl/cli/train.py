@@ -257,7 +257,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
             print(f"unilab-train: start-up took {startup_s:.1f} s ({parts}){launch}; training starts", flush=True)
             if not python_writes_bytecode():
                 print("unilab-train: this Python writes no bytecode (PYTHONDONTWRITEBYTECODE or -B), so each "
-                      "launch compiles the imported packages' sources again, time the figures above include", flush=True)
+                      "launch compiles the imported packages' sources again; the figures above include that", flush=True)
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
