@@ -1,4 +1,5 @@
-"""How long this process has been alive: the imports before a command's own start-up clock.
+"""How long this process has been alive (the imports before a command's own start-up clock),
+and whether its Python keeps compiled modules (which those imports' time depends on).
 
 ``unilab-train`` times its start-up from the parsed command; what comes before it (the
 interpreter, torch and the packages being imported) only the operating system saw begin. Linux
