@@ -2,9 +2,7 @@
 is not the point, and unilab's real factory where its error messages are."""
 
 import json
-import os
 import re
-import sys
 
 import pytest
 import torch
@@ -352,17 +350,6 @@ def test_start_up_says_when_python_writes_no_bytecode(tmp_path, capsys, monkeypa
     assert json.loads((out / "summary.json").read_text())["writes_bytecode"] is writes_bytecode
     printed = capsys.readouterr().out
     assert ("this Python writes no bytecode" in printed) is (not writes_bytecode)
-
-
-def test_python_writes_bytecode_reads_the_interpreter_flag():
-    import subprocess
-
-    probe = "from unilab_rl.cli.process_clock import python_writes_bytecode as w; print(w())"
-    for flag, expected in (([], "True"), (["-B"], "False")):
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        result = subprocess.run([sys.executable, *flag, "-c", probe], capture_output=True, text=True, env=env,
-                                check=True)
-        assert result.stdout.strip() == expected
 
 
 def test_a_resume_may_turn_the_averaged_policy_on(tmp_path):

@@ -1,18 +1,20 @@
-"""The process clock counts from the process's own start, so imports before a command are seen."""
+"""The process clock counts from the process's own start, so imports before a command are seen;
+and it reads whether the interpreter keeps compiled modules."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from unilab_rl.cli.process_clock import seconds_since_process_start
+from unilab_rl.cli.process_clock import python_writes_bytecode, seconds_since_process_start
 
 LINUX_PROC = Path("/proc/self/stat").exists()
 
 
 @pytest.mark.skipif(not LINUX_PROC, reason="the process start time comes from Linux's /proc")
 def test_a_fresh_process_reports_the_time_it_spent_before_asking():
-    code = ("import time; time.sleep(0.6); from unilab_rl.cli.process_clock import seconds_since_process_start as age; "
+    code = ("import time; time.sleep(0.6); from unilab_rl.cli.process_clock import python_writes_bytecode, seconds_since_process_start as age; "
             "print(age())")
     age = float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
     assert 0.6 <= age < 30.0
@@ -33,3 +35,13 @@ def test_without_proc_the_age_is_unknown(monkeypatch, tmp_path):
 
     monkeypatch.setattr(clock, "_STAT", tmp_path / "missing")
     assert clock.seconds_since_process_start() is None
+
+
+def test_python_writes_bytecode_reads_the_interpreter_flag():
+    probe = "from unilab_rl.cli.process_clock import python_writes_bytecode as w; print(w())"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for flag, expected in (([], "True"), (["-B"], "False")):
+        result = subprocess.run([sys.executable, *flag, "-c", probe], capture_output=True, text=True, env=env,
+                                check=True)
+        assert result.stdout.strip() == expected
+    assert python_writes_bytecode() is (not sys.flags.dont_write_bytecode)
