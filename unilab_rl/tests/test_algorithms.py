@@ -124,3 +124,28 @@ def test_compiled_losses_learn_what_the_eager_losses_learn(algo):
         torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
     for mine, theirs in zip(compiled.target_critic.parameters(), eager.target_critic.parameters(), strict=True):
         torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
+
+
+def test_the_running_observation_statistics_are_those_of_all_the_data_seen():
+    from unilab_rl.normalizers import RunningMeanStd
+
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.randn(n, 3, generator=g) * torch.tensor([1.0, 5.0, 0.1]) + torch.tensor([2.0, -1.0, 0.0])
+               for n in (7, 64, 1, 33)]
+    stats = RunningMeanStd(3, epsilon=1e-8)
+    for batch in batches:
+        stats.update(batch)
+    data = torch.cat(batches)
+    assert torch.allclose(stats.mean, data.mean(0), atol=1e-5)
+    assert torch.allclose(stats.var, data.var(0, unbiased=False), rtol=1e-4)
+    assert float(stats.count) == pytest.approx(len(data))
+
+
+def test_acting_draws_exactly_the_action_the_losses_sample():
+    from unilab_rl.networks.squashed_gaussian import squashed_action, squashed_sample
+
+    g = torch.Generator().manual_seed(1)
+    mean, log_std, noise = (torch.randn(64, 29, generator=g) for _ in range(3))
+    action, _ = squashed_sample(mean, log_std, noise, 2.0)
+    assert torch.equal(squashed_action(mean, log_std, noise, 2.0), action)
+    assert action.abs().max() <= 2.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from fake_env import PointMassEnv
 from helpers import tiny_agent
@@ -36,3 +37,55 @@ def test_time_outs_alone_are_no_failures():
     stats, failures, ended = collect(PointMassEnv(num_envs=8, max_episode_length=4, limit=1e9), 12)
     assert failures == 0 and ended == 24
     assert stats["collector/episode_failure_fraction"] == 0.0
+
+
+def test_episode_returns_and_lengths_are_those_of_the_ended_episodes():
+    # Recomputed here from every step's rewards and done flags, env by env.
+    env = PointMassEnv(num_envs=6, max_episode_length=5, limit=0.8)
+    torch.manual_seed(0)
+    _, _, agent = tiny_agent("fastsac", env=env)
+    spec = EnvSpec.from_env(env)
+    collector = Collector(env, spec, agent, None, SampledPhaseTimer(spec.device, sample_every=10**6))
+    real_step = env.step
+    running_return, running_length = torch.zeros(6), torch.zeros(6)
+    ended_returns, ended_lengths = [], []
+
+    def watched_step(action):
+        out = real_step(action)
+        _, reward, terminated, truncated, _ = out
+        running_return.add_(reward)
+        running_length.add_(1)
+        done = terminated | truncated
+        ended_returns.extend(running_return[done].tolist())
+        ended_lengths.extend(running_length[done].tolist())
+        running_return[done], running_length[done] = 0.0, 0.0
+        return out
+
+    env.step = watched_step
+    for _ in range(23):
+        collector.step()
+    stats = collector.flush()
+    assert stats["collector/episodes"] == len(ended_returns) > 6
+    assert abs(stats["collector/episode_return"] - sum(ended_returns) / len(ended_returns)) < 1e-5
+    assert abs(stats["collector/episode_length"] - sum(ended_lengths) / len(ended_lengths)) < 1e-6
+    assert collector.flush()["collector/episodes"] == 0, "a flush starts the next interval's sums from zero"
+
+
+@pytest.mark.parametrize("where", ["reward", "obs", "final_obs"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_row_with_any_non_finite_value_is_quarantined_alone(where, value):
+    env = PointMassEnv(num_envs=4)
+    _, _, agent = tiny_agent("fastsac", env=env)
+    spec = EnvSpec.from_env(env)
+    collector = Collector(env, spec, agent, None, SampledPhaseTimer(spec.device, sample_every=10**6))
+    reward = torch.zeros(4)
+    obs = {g: torch.ones(4, w) for g, w in spec.observation_spec.items()}
+    final_obs = {g: torch.ones(4, w) for g, w in spec.observation_spec.items()}
+    target = {"reward": reward, "obs": obs["critic"], "final_obs": final_obs["policy"]}[where]
+    target[(2, -1) if target.ndim == 2 else 2] = value
+    finite = collector._finite_rows(obs, reward, final_obs)
+    assert finite.tolist() == [True, True, False, True]
+    # Opposite infinities in one row sum to NaN: still caught.
+    obs["policy"][0, 0], final_obs["critic"][0, 0] = float("inf"), float("-inf")
+    assert collector._finite_rows(obs, reward, final_obs).tolist() == [False, True, False, True]
+    assert int(collector.quarantined_rows) == 3 and int(collector.quarantined_steps) == 2

@@ -55,12 +55,12 @@ class Collector:
         check_observation(spec, self.obs, "env.reset()")
         self.checked_first_step = False
         device = spec.device
-        self.episode_return = torch.zeros(spec.num_envs, device=device)
-        self.episode_length = torch.zeros(spec.num_envs, device=device)
-        self.finished_return_sum = torch.zeros((), device=device)
-        self.finished_length_sum = torch.zeros((), device=device)
-        self.finished_episodes = torch.zeros((), device=device)
-        self.finished_failures = torch.zeros((), device=device)  # ended by a termination, not a time-out
+        # Each env's running episode: return, length. Kept side by side so that one op updates,
+        # sums and clears both: every op here is a kernel launch per env step on a GPU.
+        self.episode = torch.zeros(spec.num_envs, 2, device=device)
+        # Since the last flush, over the episodes that ended: return sum, length sum, episodes,
+        # failures (ended by a termination, not a time-out).
+        self.finished = torch.zeros(4, device=device)
         self.quarantined_rows = torch.zeros((), dtype=torch.long, device=device)
         self.quarantined_steps = torch.zeros((), dtype=torch.long, device=device)
         self.env_log_sums: dict[str, torch.Tensor] = {}
@@ -112,24 +112,28 @@ class Collector:
         return terminated, truncated
 
     def _finite_rows(self, obs: Observation, reward: torch.Tensor, final_obs: Observation) -> torch.Tensor:
-        finite = torch.isfinite(reward)
+        # A NaN or an infinity anywhere in a row makes the sum of the row's values NaN or infinite
+        # (inf - inf is NaN), and x - x is 0 only for a finite x: one sum per tensor and one test,
+        # where isfinite is four ops per tensor. A row of finite values whose sum overflows
+        # float32 (3.4e38) would be quarantined too.
+        total = reward
         for group in self.spec.observation_spec:
-            finite &= torch.isfinite(obs[group]).all(-1) & torch.isfinite(final_obs[group]).all(-1)
-        bad = ~finite
-        self.quarantined_rows += bad.sum()
-        self.quarantined_steps += bad.any().long()
-        return finite
+            total = total + obs[group].sum(-1) + final_obs[group].sum(-1)
+        bad = (total - total) != 0
+        bad_rows = bad.sum()
+        self.quarantined_rows += bad_rows
+        self.quarantined_steps += bad_rows.clamp(max=1)
+        return ~bad
 
     def _track_episodes(self, reward: torch.Tensor, done: torch.Tensor, terminated: torch.Tensor) -> None:
-        self.episode_return += reward
-        self.episode_length += 1
+        # add_ on the views: ``view += x`` would copy the view back onto itself (one more op).
+        self.episode[:, 0].add_(reward)
+        self.episode[:, 1].add_(1.0)
         done_f = done.float()
-        self.finished_return_sum += (self.episode_return * done_f).sum()
-        self.finished_length_sum += (self.episode_length * done_f).sum()
-        self.finished_episodes += done_f.sum()
-        self.finished_failures += terminated.sum()
-        self.episode_return *= 1.0 - done_f
-        self.episode_length *= 1.0 - done_f
+        self.finished[:2].add_((self.episode * done_f[:, None]).sum(0))
+        self.finished[2].add_(done_f.sum())
+        self.finished[3].add_(terminated.sum())
+        self.episode.mul_((1.0 - done_f)[:, None])
 
     def _accumulate_env_log(self, log: dict[str, torch.Tensor] | None) -> None:
         if not log:
@@ -140,9 +144,8 @@ class Collector:
 
     def flush(self) -> dict[str, float]:
         """Host-side statistics since the last flush (one device sync)."""
-        values = torch.stack([self.finished_return_sum, self.finished_length_sum, self.finished_episodes,
-                              self.finished_failures, self.quarantined_rows.float(),
-                              self.quarantined_steps.float()]).tolist()
+        values = torch.cat([self.finished, self.quarantined_rows.float()[None],
+                            self.quarantined_steps.float()[None]]).tolist()
         return_sum, length_sum, episodes, failures, bad_rows, bad_steps = values
         stats = {"collector/quarantined_rows_total": bad_rows, "collector/quarantined_steps_total": bad_steps,
                  "collector/episodes": episodes}
@@ -155,10 +158,7 @@ class Collector:
             stats["collector/episode_failure_fraction"] = failures / episodes
         for key, total in self.env_log_sums.items():
             stats[f"env_log/{key}"] = float(total) / max(self.env_log_count, 1)
-        self.finished_return_sum.zero_()
-        self.finished_length_sum.zero_()
-        self.finished_episodes.zero_()
-        self.finished_failures.zero_()
+        self.finished.zero_()
         self.env_log_sums.clear()
         self.env_log_count = 0
         return stats

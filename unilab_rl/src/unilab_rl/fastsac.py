@@ -40,7 +40,7 @@ from unilab_rl.learner import (
 )
 from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.mlp import CategoricalCriticEnsemble, GaussianActor
-from unilab_rl.networks.squashed_gaussian import SquashedMeanPolicy, squashed_sample
+from unilab_rl.networks.squashed_gaussian import SquashedMeanPolicy, squashed_action, squashed_sample
 from unilab_rl.normalizers import RunningMeanStd
 from unilab_rl.symmetry import batch_mirrors
 
@@ -128,8 +128,7 @@ class FastSAC:
         mean, log_std = actor(self._actor_input(obs[POLICY_GROUP]))
         if deterministic:
             return self.config.action_scale * torch.tanh(mean)
-        action, _ = squashed_sample(mean, log_std, torch.randn_like(mean), self.config.action_scale)
-        return action
+        return squashed_action(mean, log_std, torch.randn_like(mean), self.config.action_scale)
 
     def deterministic_policy(self) -> torch.nn.Module:
         """A frozen copy of what ``act(obs, deterministic=True)`` computes, as one module

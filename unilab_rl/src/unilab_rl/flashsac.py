@@ -59,6 +59,7 @@ from unilab_rl.networks.flash import (
 from unilab_rl.networks.squashed_gaussian import (
     SquashedMeanPolicy,
     gaussian_entropy_for_std,
+    squashed_action,
     squashed_sample,
 )
 from unilab_rl.normalizers import ReturnScaler, resized_return_state
@@ -147,8 +148,7 @@ class FlashSAC:
             return self.config.action_scale * torch.tanh(mean)
         self._redraw_noise(self.noise_age >= self.noise_hold)
         self.noise_age += 1
-        action, _ = squashed_sample(mean, log_std, self.noise, self.config.action_scale)
-        return action
+        return squashed_action(mean, log_std, self.noise, self.config.action_scale)
 
     def _redraw_noise(self, rows: torch.Tensor) -> None:
         # torch.where instead of boolean indexing: no host sync on the GPU.

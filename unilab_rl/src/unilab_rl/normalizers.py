@@ -21,15 +21,17 @@ class RunningMeanStd(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
+        # The merge (Chan et al.) with the batch's weight w = n / (count + n):
+        #   mean += w * delta,  var = (1 - w) * var + w * (batch_var + (1 - w) * delta^2),
+        # written as fused ops (lerp, addcmul): the collector runs this every env step, and on a
+        # GPU each op is a kernel launch.
         x = x.reshape(-1, self.mean.shape[-1]).float()
-        batch_count = x.shape[0]
-        batch_mean = x.mean(dim=0)
-        batch_var = x.var(dim=0, unbiased=False)
+        batch_var, batch_mean = torch.var_mean(x, dim=0, unbiased=False)
+        total = self.count + x.shape[0]
+        w = x.shape[0] / total
         delta = batch_mean - self.mean
-        total = self.count + batch_count
-        self.mean += delta * (batch_count / total)
-        merged = self.var * self.count + batch_var * batch_count + delta.square() * self.count * batch_count / total
-        self.var.copy_(merged / total)
+        self.mean.addcmul_(delta, w)
+        self.var.lerp_(torch.addcmul(batch_var, delta.square(), 1.0 - w), w)
         self.count.copy_(total)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,12 @@ def squashed_sample(
     return action_scale * torch.tanh(pre_tanh), log_prob
 
 
+def squashed_action(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor, action_scale: float) -> torch.Tensor:
+    """``squashed_sample``'s action alone, the same values: acting needs no log-probability, and
+    the collector runs this every env step, where each op is a kernel launch on a GPU."""
+    return action_scale * torch.tanh(mean + log_std.exp() * noise)
+
+
 def gaussian_entropy_for_std(action_dim: int, std: float, action_scale: float) -> float:
     """Entropy of a ``action_dim``-dimensional Gaussian with per-dimension std ``std``
     in action units (FlashSAC's target entropy from a target std)."""
