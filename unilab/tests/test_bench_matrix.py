@@ -380,3 +380,37 @@ def test_a_unit_keeps_its_own_wall_time_and_a_reused_unit_reports_it(tmp_path):
     assert ran["status"] == "ok" and kept == ran["wall_s"] >= 0.2
     reused = matrix.reuse_or_run(tree, cmd, out, timeout_s=60.0)
     assert reused["reused"] and reused["wall_s"] == kept
+
+
+def test_a_copied_base_tree_runs_as_the_base_and_is_named_in_the_record(tmp_path, monkeypatch):
+    copy = tmp_path / "base-copy"
+    for folder in matrix_trees.SOURCE_DIRS:
+        (copy / folder).mkdir(parents=True)
+    seen = {}
+
+    def run_matrix(cases, settings, trees, units, on_round=None):
+        seen["trees"] = trees
+        sides = {t.label: {"status": "ok", "smoke": False, "samples": [{}] * 3, "units": [], "stats": {}}
+                 for t in trees}
+        return {c.name: sides for c in cases}
+
+    monkeypatch.setattr(matrix, "run_matrix", run_matrix)
+    out = tmp_path / "m.json"
+    matrix.main(["--cases", "fastsac/g1_walk_flat/mujoco", "--base-tree", str(copy), "--out", str(out)])
+    base, head = seen["trees"]
+    assert (base.label, base.root, base.commit) == ("base", copy.resolve(), matrix_trees.NOT_A_CHECKOUT)
+    assert head.label == "head" and head.root == matrix_trees.ROOT
+    record = json.loads(out.read_text())
+    assert record["base"] == {"rev": None, "tree": str(copy), "commit": matrix_trees.NOT_A_CHECKOUT}
+    assert "comparison" in record  # paired like --base
+
+
+def test_a_base_tree_without_the_sources_or_beside_base_is_refused_before_running(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(matrix, "run_matrix", lambda *a, **k: pytest.fail("nothing may run"))
+    (tmp_path / "unilab" / "src").mkdir(parents=True)
+    with pytest.raises(SystemExit):
+        matrix.main(["--base-tree", str(tmp_path)])
+    assert "--base-tree" in (err := capsys.readouterr().err) and "unisim-core/src, unilab_rl/src" in err
+    with pytest.raises(SystemExit):
+        matrix.main(["--base", "HEAD", "--base-tree", str(tmp_path)])
+    assert "give one base" in capsys.readouterr().err

@@ -18,7 +18,8 @@ that tree's own code (PYTHONPATH to its unisim-core/src, unilab/src, unilab_rl/s
 ABBA order, so every comparison is paired per round on the same machine; the record is then
 classified by the staged budget (unilab_bench.compare) and the exit code is compare's. A
 base needs ``unilab_bench.env_step`` (``--out``) and ``unilab-bench collector`` (``--json``);
-a case whose task or runner the base lacks is recorded as "case absent in base".
+a case whose task or runner the base lacks is recorded as "case absent in base". ``--base-tree
+DIR`` runs a copy of the base's sources instead, where there is no git to make a worktree.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any
 from unilab_bench import compare
 from unilab_bench.machine_info import machine, versions
 from unilab_bench.matrix_figures import case_metrics, format_summary, summarize_side
-from unilab_bench.matrix_trees import ROOT, Tree, git, working_tree_state
+from unilab_bench.matrix_trees import ROOT, Tree, copied_tree, git, working_tree_state
 
 # Learner sizes for the CPU profile: the GPU presets' networks take seconds per update on a core.
 CPU_LEARNER = ("batch_size=128", "updates_per_step=1", "actor_width=64", "critic_width=64",
@@ -262,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gap-rows", action="store_true", help="env processes also time env_step's gap rows, "
                    "among them raw physics replaying the env's own state writes (env_to_replay_ratio_streamed)")
     p.add_argument("--base", metavar="REV", help="also run REV (a temporary git worktree), interleaved and paired")
+    p.add_argument("--base-tree", metavar="DIR", type=Path, help="like --base, for a copy of the base's sources "
+                   "in DIR (a machine without git); its commit is recorded where DIR is a checkout")
     p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
     p.add_argument("--units", type=Path, help="keep every process's JSON here; run again with the same folder "
@@ -285,8 +288,11 @@ def main(argv: list[str] | None = None) -> int:
                         env_steps=args.env_steps or (200 if gpu else 20), env_warmup=args.env_warmup or (50 if gpu else 5),
                         collector_seconds=args.collector_seconds or (2.0 if gpu else 1.0),
                         collector_samples=args.collector_samples, timeout_s=args.timeout, gap_rows=args.gap_rows)
+    if args.base and args.base_tree:
+        p.error("--base and --base-tree: give one base")
     try:
         cases = select_cases(args.cases, device)
+        base_tree = copied_tree("base", args.base_tree) if args.base_tree else None
     except ValueError as error:
         p.error(str(error))
     # The head is the working tree as it is, uncommitted edits included (listed in the record),
@@ -317,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
             "cases_run": [asdict(c) | {"name": c.name} for c in cases],
             "head": {"commit": head.commit, "uncommitted": dirty, "commits_seen": sorted(
                 {u["git_commit"] for t in results.values() for u in t["head"]["units"] if u["git_commit"]})},
-            "base": {"rev": args.base, "commit": trees[0].commit} if args.base else None,
+            "base": {"rev": args.base, "tree": str(args.base_tree) if base_tree else None,
+                     "commit": trees[0].commit} if len(trees) > 1 else None,
             "units": str(args.units) if args.units else None,
             "machine": machine(), "versions": versions(), "cases": results,
         }
@@ -333,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             worktrees.append(workdir / "base-tree")
             git("worktree", "add", "--detach", str(worktrees[-1]), base_commit)
             trees = [Tree("base", worktrees[-1], base_commit), head]
+        elif base_tree:
+            trees = [base_tree, head]
         print(f"matrix: {len(cases)} cases x {len(trees)} trees x {settings.rounds} rounds on {device}, "
               f"{settings.num_envs} envs")
         try:
@@ -349,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: the head tree moved during the run ({', '.join(c[:9] for c in record['head']['commits_seen'])}); "
               "pin it with --head REV")
     code = 0
-    if args.base:
+    if len(trees) > 1:
         base = {n: t["base"] for n, t in results.items()}
         heads = {n: t["head"] for n, t in results.items()}
         record["comparison"] = compare.compare_records(base, heads, paired=True)

@@ -1,5 +1,6 @@
 """The source trees a matrix runs: this checkout (the head) and, with ``--base REV``, a temporary
-worktree of REV; each runs its own code through PYTHONPATH, and says what its runners support."""
+worktree of REV, or with ``--base-tree DIR`` a copy of the sources; each runs its own code through
+PYTHONPATH, and says what its runners support."""
 
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ def working_tree_state() -> tuple[list[str], str]:
         return dirty, git("rev-parse", "HEAD") + ("+uncommitted" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return [], NOT_A_CHECKOUT
+
+
+def copied_tree(label: str, root: Path) -> "Tree":
+    """A tree given as a folder of sources, e.g. on a benchmark machine that received copies and
+    no git: it must hold the source folders. Its commit is its own checkout's where it is one
+    (not that of a repository it happens to sit inside), else unknown."""
+    missing = [d for d in SOURCE_DIRS if not (root / d).is_dir()]
+    if missing:
+        raise ValueError(f"--{label}-tree {root}: expected a copy of the repository's sources, "
+                         f"missing {', '.join(missing)}")
+    commit = NOT_A_CHECKOUT
+    if (root / ".git").exists():
+        try:
+            commit = git("rev-parse", "HEAD", cwd=root)
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    return Tree(label, root.resolve(), commit)
 
 
 # ---- one tree ---------------------------------------------------------------------------
