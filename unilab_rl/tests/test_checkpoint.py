@@ -191,7 +191,7 @@ def test_snapshot_counts_must_be_increasing_positive_whole_numbers(given):
 
 @pytest.mark.parametrize("env_steps", [1, 200, 25_000_000])
 def test_a_step_snapshot_name_gives_back_its_count_and_is_no_time(env_steps):
-    from unilab_rl.runner import snapshot_env_steps, snapshot_name, snapshot_seconds, step_snapshot_name
+    from unilab_rl.snapshot_names import snapshot_env_steps, snapshot_name, snapshot_seconds, step_snapshot_name
 
     name = step_snapshot_name(env_steps)
     assert snapshot_env_steps(name) == env_steps and snapshot_seconds(name) is None
@@ -202,7 +202,7 @@ def test_a_step_snapshot_name_gives_back_its_count_and_is_no_time(env_steps):
 
 @pytest.mark.parametrize("seconds", [90.0, 2.5, 1e-9, 1e6])
 def test_a_snapshot_name_gives_back_its_time(seconds):
-    from unilab_rl.runner import snapshot_name, snapshot_seconds
+    from unilab_rl.snapshot_names import snapshot_name, snapshot_seconds
 
     assert snapshot_seconds(snapshot_name(seconds)) == seconds
     assert snapshot_seconds("checkpoint.pt") is None and snapshot_seconds("checkpoint-lates.pt") is None

@@ -18,7 +18,7 @@ from typing import Any
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
 from unilab_rl.cli.play import acting_actor, load_policy
 from unilab_rl.contract import POLICY_GROUP
-from unilab_rl.runner import snapshot_env_steps, snapshot_seconds
+from unilab_rl.snapshot_names import snapshot_env_steps, snapshot_seconds
 
 
 @dataclass(frozen=True)
