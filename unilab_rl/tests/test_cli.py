@@ -9,7 +9,6 @@ import torch
 from fake_env import PointMassEnv
 from helpers import TINY, tiny_agent
 from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
-from unilab_rl.cli import bench as bench_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli import train_plan
@@ -178,40 +177,6 @@ def test_play_refuses_a_corrupt_checkpoint(tmp_path, capsys):
     assert "corrupt" in capsys.readouterr().err
 
 
-def test_bench_reports_both_modes(tmp_path, capsys):
-    record_path = tmp_path / "bench.json"
-    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items() if k != "learning_starts"]
-    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.2",
-            "--samples", "2", "--json", str(record_path), *tokens]
-    assert bench_cli.main(argv, factory=fake_factory) == 0
-    record = json.loads(record_path.read_text())
-    assert record["env_steps_per_s_no_learning"]["median"] > 0
-    assert record["env_steps_per_s_with_learning"]["median"] > 0
-    assert len(record["raw"]["with_learning"]) == 2
-    # Learning beside collection needs CUDA streams: on the host it is not timed, and says so.
-    assert record["env_steps_per_s_with_learning_overlapped"] is None
-    assert record["overlapped_learning_cost_ratio"] is None and record["raw"]["with_learning_overlapped"] == []
-    printed = capsys.readouterr().out
-    assert "collector with_learning " in printed and "overlapped" not in printed
-    dispatch = record["dispatch_per_collector_step"]
-    assert dispatch["kernel_ops_per_collector_step"] > 0
-    assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host
-
-
-def test_bench_starts_from_the_gpu_walk_preset_and_still_learns_at_once(tmp_path):
-    record_path = tmp_path / "bench.json"
-    small = ["actor_width=16", "critic_width=16", "actor_blocks=1", "critic_blocks=1", "critic_bins=21",
-             "compile=false", "replay_capacity_per_env=1100"]
-    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.2",
-            "--samples", "1", "--json", str(record_path), "--preset", "gpu_walk", *small]
-    assert bench_cli.main(argv, factory=fake_factory) == 0
-    record = json.loads(record_path.read_text())
-    assert record["algo_config"]["batch_size"] == 8192  # from the preset
-    assert record["algo_config"]["actor_width"] == 16  # the command line wins over the preset
-    assert record["algo_config"]["learning_starts"] == 0
-    assert record["phase_ms_with_learning"]["learner_ms"] > 0
-
-
 def test_real_factory_names_valid_backends_and_override_keys(tmp_path, capsys):
     pytest.importorskip("unilab")
     out = tmp_path / "run"
@@ -366,35 +331,3 @@ def test_a_resume_may_turn_the_averaged_policy_on(tmp_path):
     assert averaged.keys() == actor.keys()
     # kept beside the actor, trailing its updates (how it starts: test_averaged_policy.py)
     assert any(not torch.equal(averaged[k], actor[k]) for k in actor if actor[k].is_floating_point())
-
-
-def test_bench_learner_times_draws_and_updates_and_counts_their_ops(tmp_path, capsys):
-    record_path = tmp_path / "learner.json"
-    argv = ["learner", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--calls", "3",
-            "--samples", "2", "--json", str(record_path), *TINY_TOKENS, "batch_size=16"]
-    assert bench_cli.main(argv, factory=fake_factory) == 0
-    record = json.loads(record_path.read_text())
-    assert record["benchmark"] == "learner" and record["batch_size"] == 16
-    for name in ("draw", "update", "draw_and_update"):
-        times = record["ms_per_call"][name]
-        assert times["issue"]["min"] > 0 and times["wall"]["min"] > 0
-        assert len(record["raw"]["wall_ms"][name]) == 2
-    assert record["updates_from_cuda_graphs"] is False  # CUDA graphs need a GPU
-    update, draw = record["per_call_dispatch"]["eager_update"], record["per_call_dispatch"]["draw"]
-    assert update["kernel_ops"] > draw["kernel_ops"] > 0
-    assert draw["host_syncs"] == 0  # a draw never waits for the device
-    assert update["device_ms"] is None and draw["device_events"] is None  # the profiler's part needs CUDA
-    printed = capsys.readouterr().out
-    assert "draw_and_update" in printed and "kernel ops" in printed
-
-
-def test_bench_learner_refuses_bad_counts_before_building_anything(tmp_path, capsys):
-    record_path = tmp_path / "learner.json"
-
-    def no_factory(*args, **kwargs):
-        raise AssertionError("the env must not be built for bad arguments")
-
-    argv = ["learner", "--backend", "fake", "--task", "fake_task", "--calls", "0", "--json", str(record_path)]
-    assert bench_cli.main(argv, factory=no_factory) == 2
-    assert "--calls must be >= 1, got 0" in capsys.readouterr().err
-    assert not record_path.exists()
