@@ -19,12 +19,23 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     record = json.loads(record_path.read_text())
     assert record["env_steps_per_s_no_learning"]["median"] > 0
     assert record["env_steps_per_s_with_learning"]["median"] > 0
+    # Each mode as a fraction of the env alone of its own round, in the same process.
+    alone, learning = record["raw"]["env_alone"], record["raw"]["with_learning"]
+    assert len(alone) == 2 and min(alone) > 0
+    ratios = sorted(c / e for c, e in zip(learning, alone, strict=True))
+    assert record["of_env_alone"]["with_learning"]["min"] == ratios[0]
+    assert record["of_env_alone"]["with_learning"]["max"] == ratios[1]
+    assert "with_learning_overlapped" not in record["of_env_alone"]
+    replaying = record["raw"]["env_alone_replaying_actions"]
+    assert len(replaying) == 2 and min(replaying) > 0
+    assert record["of_env_alone_replaying_actions"]["no_learning"]["median"] > 0
     assert len(record["raw"]["with_learning"]) == 2
     # Learning beside collection needs CUDA streams: on the host it is not timed, and says so.
     assert record["env_steps_per_s_with_learning_overlapped"] is None
     assert record["overlapped_learning_cost_ratio"] is None and record["raw"]["with_learning_overlapped"] == []
     printed = capsys.readouterr().out
     assert "collector with_learning " in printed and "overlapped" not in printed
+    assert "collector env_alone " in printed and "of the env alone" in printed
     dispatch = record["dispatch_per_collector_step"]
     assert dispatch["kernel_ops_per_collector_step"] > 0
     assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host

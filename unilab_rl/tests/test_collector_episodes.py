@@ -8,6 +8,7 @@ from fake_env import PointMassEnv
 from helpers import tiny_agent
 from unilab_rl.collector import Collector
 from unilab_rl.contract import EnvSpec
+from unilab_rl.replay import ReplayBuffer
 from unilab_rl.timing import SampledPhaseTimer
 
 
@@ -89,3 +90,24 @@ def test_a_row_with_any_non_finite_value_is_quarantined_alone(where, value):
     obs["policy"][0, 0], final_obs["critic"][0, 0] = float("inf"), float("-inf")
     assert collector._finite_rows(obs, reward, final_obs).tolist() == [False, True, False, True]
     assert int(collector.quarantined_rows) == 3 and int(collector.quarantined_steps) == 2
+
+
+def test_env_only_steps_store_nothing_and_collection_goes_on_from_where_they_left():
+    env = PointMassEnv(num_envs=4, max_episode_length=50)
+    _, _, agent = tiny_agent("fastsac", env=env)
+    spec = EnvSpec.from_env(env)
+    replay = ReplayBuffer(spec.num_envs, 16, spec.observation_spec, spec.action_dim, 1, 0.99, spec.device)
+    collector = Collector(env, spec, agent, replay, SampledPhaseTimer(spec.device, sample_every=10**6))
+    collector.step()
+    collector.step_env_only(torch.zeros(4, 1), 3)
+    assert replay.size == 1 and env.steps == 4 and collector.steps == 1  # one stored step: the first
+    left_at = {g: v.clone() for g, v in env._observe().items()}
+    for group, value in collector.obs.items():
+        assert torch.equal(value, left_at[group])
+    collector.step()
+    # The next stored transition starts at the observation the env-only steps left.
+    assert torch.equal(replay.obs["policy"][1], left_at["policy"])
+    collector.set_act_ahead(lambda: None)
+    collector.step()
+    with pytest.raises(RuntimeError, match="acting ahead"):
+        collector.step_env_only(torch.zeros(4, 1), 1)

@@ -96,3 +96,13 @@ def test_sampled_values_stay_finite_with_quarantined_rows():
     add_steps(buffer, [1.0, float("nan"), 4.0], valid=[True, False, True])
     batch = buffer.sample(64)
     assert torch.isfinite(batch.reward).all()
+
+
+@pytest.mark.parametrize("steps", [3, 6])
+def test_stored_actions_come_back_oldest_first_before_and_after_the_ring_wraps(steps):
+    buffer = make_buffer(n_step=1, capacity=4)
+    for t in range(steps):
+        obs = {"policy": torch.zeros(1, 1), "critic": torch.zeros(1, 1)}
+        buffer.add(obs, torch.tensor([[float(t)]]), torch.zeros(1), obs, torch.tensor([False]), torch.tensor([False]))
+    kept = list(range(max(0, steps - 4), steps))
+    assert [a.item() for a in buffer.stored_actions()] == kept

@@ -26,6 +26,11 @@ def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -
         # The learner on its own CUDA stream beside collection (overlap_learning; CUDA only).
         "collector_steps_per_s_with_learning_overlapped": _get(collector, "env_steps_per_s_with_learning_overlapped",
                                                                "median"),
+        # Each collector mode over the env alone timed in the same process and rounds, stepped with
+        # zero actions and replaying the policy's own actions (the collector's physics workload).
+        **{f"collector_of_env_alone{suffix}_{mode}": _get(collector, f"of_env_alone{suffix}", mode, "median")
+           for suffix in ("", "_replaying_actions")
+           for mode in ("no_learning", "with_learning", "with_learning_overlapped")},
         "env_steps_per_s_streamed": _get(env, "env_steps_per_s", "env_zero", "median"),
         "env_random_steps_per_s_streamed": _get(env, "env_steps_per_s", "env_random", "median"),
         "raw_physics_steps_per_s_streamed": _get(env, "env_steps_per_s", "raw", "median"),
@@ -66,7 +71,11 @@ def summarize_side(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]
 
 
 SUMMARY_METRICS = ("collector_steps_per_s_no_learning", "collector_steps_per_s_with_learning",
-                   "collector_steps_per_s_with_learning_overlapped",
+                   "collector_steps_per_s_with_learning_overlapped", "collector_of_env_alone_no_learning",
+                   "collector_of_env_alone_with_learning", "collector_of_env_alone_with_learning_overlapped",
+                   "collector_of_env_alone_replaying_actions_no_learning",
+                   "collector_of_env_alone_replaying_actions_with_learning",
+                   "collector_of_env_alone_replaying_actions_with_learning_overlapped",
                    "env_steps_per_s_streamed", "raw_physics_steps_per_s_streamed", "env_to_raw_ratio_streamed",
                    "paired_single_step_ratio_drift_control", "env_to_replay_ratio_streamed", "update_state_ms", "reset_done_ms",
                    "reset_done_reset_call_ms", "backend_step_ms", "replay_ms", "learner_ms",

@@ -111,6 +111,18 @@ class Collector:
         self.timer.advance()
         return terminated, truncated
 
+    def step_env_only(self, action: torch.Tensor, steps: int) -> None:
+        """``steps`` env steps with ``action`` and nothing else: no policy, no replay, no
+        statistics (what a benchmark times as the env alone, in the collector's process).
+        Collection goes on from the state they leave; refused while acting ahead, whose next
+        action was chosen for the observation these steps move past."""
+        if self.next_action is not None:
+            raise RuntimeError("step_env_only while acting ahead: switch overlap learning off first")
+        for _ in range(steps):
+            obs = self.env.step(action)[0]
+        # Copied once: an env stepping from CUDA graphs hands back the same buffers every step.
+        self.obs = {group: value.clone() for group, value in obs.items()}
+
     def _finite_rows(self, obs: Observation, reward: torch.Tensor, final_obs: Observation) -> torch.Tensor:
         # A NaN or an infinity anywhere in a row makes the sum of the row's values NaN or infinite
         # (inf - inf is NaN), and x - x is 0 only for a finite x: one sum per tensor and one test,

@@ -100,6 +100,10 @@ class ReplayBuffer:
         if self.size > 0:
             self.window_end[(self.write_index - 1) % self.capacity] |= rows
 
+    def stored_actions(self) -> list[torch.Tensor]:
+        """The stored steps' actions, oldest first (views, one ``(num_envs, action_dim)`` each)."""
+        return [self.action[(self.write_index - self.size + k) % self.capacity] for k in range(self.size)]
+
     def sample(self, batch_size: int, generator: torch.Generator | None = None,
                exclude_next_write: bool = False) -> ReplayBatch:
         """``exclude_next_write``: never read the slot the next ``add`` overwrites (the oldest,

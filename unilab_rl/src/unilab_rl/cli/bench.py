@@ -1,11 +1,13 @@
 """``unilab-bench learner`` (unilab_rl.cli.bench_learner) times a learner's draws and updates.
 
 ``unilab-bench collector``: collector env-steps/s without and with learning (and, on a CUDA
-device, with learning beside collection: ``overlap_learning``).
+device, with learning beside collection: ``overlap_learning``), each also as a fraction of the
+env alone timed in the same rounds: stepped with zero actions, and replaying the policy's own
+actions from the replay buffer (the same physics workload).
 
 Method (docs/perf/README.md): same process, env and num_envs for both modes; warm up first
 (replay filled past one batch, kernels compiled, a few updates); then ``--samples``
-interleaved pairs (no-learn, learn; plus learn overlapped on CUDA) of ``--seconds`` each, device synchronized before every
+interleaved rounds (env alone twice, no-learn, learn; plus learn overlapped on CUDA) of ``--seconds`` each, device synchronized before every
 clock read; min/median/max reported and written as a JSON record with the command, commit,
 versions and device.
 """
@@ -87,6 +89,30 @@ def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
     return steps * runner.spec.num_envs / (time.perf_counter() - start)
 
 
+def timed_env_alone_rate(runner: OffPolicyRunner, seconds: float, actions: str) -> float:
+    """The env stepped and nothing else, on the collector's env in its process. ``actions``:
+    "zero" (the env benchmark's zero policy) or "replayed": the actions the policy took, as the
+    replay buffer holds them, in order, so that the physics does the collector's own workload (a
+    robot that flails makes more contacts and falls, and its physics costs more than a standing
+    one's) without the policy, the replay or the learner."""
+    spec = runner.spec
+    if actions == "zero":
+        sequence = [torch.zeros(spec.num_envs, spec.action_dim, device=spec.device)]
+    else:
+        sequence = runner.replay.stored_actions()
+    synchronize(spec.device)
+    start = time.perf_counter()
+    steps = 0
+    while True:
+        for _ in range(10):
+            runner.collector.step_env_only(sequence[steps % len(sequence)], 1)
+            steps += 1
+        synchronize(spec.device)
+        if time.perf_counter() - start >= seconds:
+            break
+    return steps * spec.num_envs / (time.perf_counter() - start)
+
+
 def summarize(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
@@ -146,8 +172,10 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
             runner.set_overlap_learning(True)
             timed_rate(runner, min(args.seconds, 1.0), learn=True)
             runner.set_overlap_learning(False)
-        no_learn, learn, learn_overlapped = [], [], []
+        env_alone, env_replayed, no_learn, learn, learn_overlapped = [], [], [], [], []
         for _ in range(args.samples):
+            env_alone.append(timed_env_alone_rate(runner, args.seconds, "zero"))
+            env_replayed.append(timed_env_alone_rate(runner, args.seconds, "replayed"))
             no_learn.append(timed_rate(runner, args.seconds, learn=False))
             learn.append(timed_rate(runner, args.seconds, learn=True))
             if overlap:
@@ -166,6 +194,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         dispatch = collector_dispatch(runner)
     finally:
         env.close()
+    modes = (("no_learning", no_learn), ("with_learning", learn), ("with_learning_overlapped", learn_overlapped))
     record = {
         "benchmark": "collector", "command": " ".join(sys.argv), "task": args.task, "backend": args.backend,
         "algo": args.algo, "num_envs": args.num_envs, "device": str(spec.device), "device_name": _device_name(spec.device),
@@ -176,8 +205,15 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "env_steps_per_s_with_learning_overlapped": summarize(learn_overlapped) if overlap else None,
         "overlapped_learning_cost_ratio": (statistics.median(learn_overlapped) / statistics.median(no_learn)
                                            if overlap else None),
+        # Each mode over the env alone of its own round (the same env, process and machine state),
+        # stepped with zero actions and with the policy's own actions replayed.
+        "env_steps_per_s_env_alone": summarize(env_alone),
+        "env_steps_per_s_env_alone_replaying_actions": summarize(env_replayed),
+        **{f"of_env_alone{suffix}": {mode: summarize([c / e for c, e in zip(rates, alone, strict=True)])
+                                     for mode, rates in modes if rates}
+           for suffix, alone in (("", env_alone), ("_replaying_actions", env_replayed))},
         "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
-        "raw": {"no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped},
+        "raw": {"env_alone": env_alone, "env_alone_replaying_actions": env_replayed, "no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped},
     }
     return record
 
@@ -235,11 +271,14 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     except (ValueError, KeyError) as error:
         print(f"unilab-bench: error: {error}", file=sys.stderr)
         return 2
-    for mode in ("no_learning", "with_learning", "with_learning_overlapped"):
+    for mode in ("env_alone", "env_alone_replaying_actions", "no_learning", "with_learning",
+                 "with_learning_overlapped"):
         stats = record[f"env_steps_per_s_{mode}"]
         if stats is not None:  # the overlapped mode needs CUDA
-            print(f"collector {mode:24s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
-                  f"max {stats['max']:10.0f}")
+            of = [record[f"of_env_alone{s}"].get(mode) for s in ("", "_replaying_actions")]
+            print(f"collector {mode:27s} env-steps/s  min {stats['min']:10.0f}  median {stats['median']:10.0f}  "
+                  f"max {stats['max']:10.0f}" + (f"  of the env alone {of[0]['median']:.3f} (zero actions), "
+                                                 f"{of[1]['median']:.3f} (its actions replayed)" if of[0] else ""))
     print(f"with/without learning (median): {record['learning_cost_ratio']:.3f}")
     if record["overlapped_learning_cost_ratio"] is not None:
         print(f"with learning beside collection / without (median): {record['overlapped_learning_cost_ratio']:.3f}")
