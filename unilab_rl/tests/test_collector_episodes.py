@@ -99,7 +99,7 @@ def test_env_only_steps_store_nothing_and_collection_goes_on_from_where_they_lef
     replay = ReplayBuffer(spec.num_envs, 16, spec.observation_spec, spec.action_dim, 1, 0.99, spec.device)
     collector = Collector(env, spec, agent, replay, SampledPhaseTimer(spec.device, sample_every=10**6))
     collector.step()
-    collector.step_env_only(torch.zeros(4, 1), 3)
+    collector.step_env_only([torch.zeros(4, 1)] * 3)
     assert replay.size == 1 and env.steps == 4 and collector.steps == 1  # one stored step: the first
     left_at = {g: v.clone() for g, v in env._observe().items()}
     for group, value in collector.obs.items():
@@ -110,4 +110,7 @@ def test_env_only_steps_store_nothing_and_collection_goes_on_from_where_they_lef
     collector.set_act_ahead(lambda: None)
     collector.step()
     with pytest.raises(RuntimeError, match="acting ahead"):
-        collector.step_env_only(torch.zeros(4, 1), 1)
+        collector.step_env_only([torch.zeros(4, 1)])
+    collector.set_act_ahead(None)
+    with pytest.raises(ValueError, match="at least one action"):
+        collector.step_env_only([])

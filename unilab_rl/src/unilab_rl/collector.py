@@ -19,7 +19,7 @@ run while the next env step does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -111,14 +111,16 @@ class Collector:
         self.timer.advance()
         return terminated, truncated
 
-    def step_env_only(self, action: torch.Tensor, steps: int) -> None:
-        """``steps`` env steps with ``action`` and nothing else: no policy, no replay, no
+    def step_env_only(self, actions: Sequence[torch.Tensor]) -> None:
+        """One env step per action in ``actions`` and nothing else: no policy, no replay, no
         statistics (what a benchmark times as the env alone, in the collector's process).
         Collection goes on from the state they leave; refused while acting ahead, whose next
         action was chosen for the observation these steps move past."""
         if self.next_action is not None:
             raise RuntimeError("step_env_only while acting ahead: switch overlap learning off first")
-        for _ in range(steps):
+        if not actions:
+            raise ValueError("step_env_only: actions must hold at least one action")
+        for action in actions:
             obs = self.env.step(action)[0]
         # Copied once: an env stepping from CUDA graphs hands back the same buffers every step.
         self.obs = {group: value.clone() for group, value in obs.items()}

@@ -104,9 +104,8 @@ def timed_env_alone_rate(runner: OffPolicyRunner, seconds: float, actions: str) 
     start = time.perf_counter()
     steps = 0
     while True:
-        for _ in range(10):
-            runner.collector.step_env_only(sequence[steps % len(sequence)], 1)
-            steps += 1
+        runner.collector.step_env_only([sequence[(steps + k) % len(sequence)] for k in range(10)])
+        steps += 10
         synchronize(spec.device)
         if time.perf_counter() - start >= seconds:
             break
