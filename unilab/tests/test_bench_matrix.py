@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from unilab_bench import compare, machine_info, matrix, matrix_figures, matrix_trees
+from unilab_bench import compare, machine_info, matrix, matrix_figures, matrix_trees, matrix_units
 
 TRACK, WALK = "flashsac/g1_motion_tracking/mujoco", "fastsac/g1_walk_flat/mujoco"
 
@@ -185,7 +185,7 @@ def test_driver_interleaves_abba_and_says_case_absent_in_base(tmp_path, monkeypa
         return {"status": "ok", "record": record, "wall_s": 0.0}
 
     monkeypatch.setattr(matrix.Tree, "probe", probe)
-    monkeypatch.setattr(matrix, "run_unit", run_unit)
+    monkeypatch.setattr(matrix_units, "run_unit", run_unit)
     settings = matrix.Settings("cpu", 4, 3, 5, 1, 0.1, 1, 10.0)
     trees = [matrix.Tree("base", tmp_path, "b"), matrix.Tree("head", tmp_path, "h")]
     cases = matrix.select_cases(None, "cpu")
@@ -275,7 +275,7 @@ def fake_units(monkeypatch):
         return {"status": "ok", "record": record, "wall_s": 0.0}
 
     monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": True, "tasks": None})
-    monkeypatch.setattr(matrix, "run_unit", run_unit)
+    monkeypatch.setattr(matrix_units, "run_unit", run_unit)
     return calls
 
 
@@ -328,11 +328,11 @@ def test_units_measured_at_another_commit_are_refused_not_reused(tmp_path, fake_
 
 def test_units_measured_on_another_machine_are_refused(tmp_path):
     units = tmp_path / "units"
-    assert matrix.prepare_units(units, tmp_path) == units and (units / "machine.json").exists()
-    assert matrix.prepare_units(units, tmp_path) == units  # the same machine resumes
+    assert matrix_units.prepare_units(units, tmp_path) == units and (units / "machine.json").exists()
+    assert matrix_units.prepare_units(units, tmp_path) == units  # the same machine resumes
     (units / "machine.json").write_text(json.dumps({"hostname": "elsewhere", "gpus": ["0, NVIDIA H200"]}))
     with pytest.raises(ValueError, match="--units .*elsewhere"):
-        matrix.prepare_units(units, tmp_path)
+        matrix_units.prepare_units(units, tmp_path)
 
 
 def test_a_run_cut_short_leaves_a_record_of_the_rounds_it_finished(tmp_path, monkeypatch):
@@ -375,10 +375,10 @@ def test_a_unit_keeps_its_own_wall_time_and_a_reused_unit_reports_it(tmp_path):
     writer = "import json, sys, time; time.sleep(0.2); open(sys.argv[1], 'w').write(json.dumps({'command': 'x ' + sys.argv[1]}))"
     cmd = [sys.executable, "-c", writer, str(out)]
     tree = matrix.Tree("head", tmp_path, "h")
-    ran = matrix.run_unit(tree, cmd, out, timeout_s=60.0)
+    ran = matrix_units.run_unit(tree, cmd, out, timeout_s=60.0)
     kept = json.loads(out.read_text())["_wall_s"]
     assert ran["status"] == "ok" and kept == ran["wall_s"] >= 0.2
-    reused = matrix.reuse_or_run(tree, cmd, out, timeout_s=60.0)
+    reused = matrix_units.reuse_or_run(tree, cmd, out, timeout_s=60.0)
     assert reused["reused"] and reused["wall_s"] == kept
 
 
