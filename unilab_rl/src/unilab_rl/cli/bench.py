@@ -21,6 +21,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,22 +72,31 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
+def _streamed_rate(runner: OffPolicyRunner, seconds: float, ten_steps: Callable[[], None]) -> float:
+    """Env-steps/s of ``ten_steps`` (ten vectorized steps, issued back to back) repeated until
+    ``seconds`` have passed; the device is synchronized before every clock read."""
     device = runner.spec.device
     synchronize(device)
     start = time.perf_counter()
     steps = 0
     while True:
-        runner.collector.step()
-        if learn:
-            runner.learn()
-        steps += 1
-        if steps % 10 == 0:
-            synchronize(device)
-            if time.perf_counter() - start >= seconds:
-                break
-    synchronize(device)
+        ten_steps()
+        steps += 10
+        synchronize(device)
+        if time.perf_counter() - start >= seconds:
+            break
     return steps * runner.spec.num_envs / (time.perf_counter() - start)
+
+
+def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
+    """The collector's env-steps/s, with the updates each step earns or without learning."""
+    def ten_steps() -> None:
+        for _ in range(10):
+            runner.collector.step()
+            if learn:
+                runner.learn()
+
+    return _streamed_rate(runner, seconds, ten_steps)
 
 
 def timed_env_alone_rate(runner: OffPolicyRunner, seconds: float, actions: str) -> float:
@@ -100,16 +110,14 @@ def timed_env_alone_rate(runner: OffPolicyRunner, seconds: float, actions: str) 
         sequence = [torch.zeros(spec.num_envs, spec.action_dim, device=spec.device)]
     else:
         sequence = runner.replay.stored_actions()
-    synchronize(spec.device)
-    start = time.perf_counter()
-    steps = 0
-    while True:
-        runner.collector.step_env_only([sequence[(steps + k) % len(sequence)] for k in range(10)])
-        steps += 10
-        synchronize(spec.device)
-        if time.perf_counter() - start >= seconds:
-            break
-    return steps * spec.num_envs / (time.perf_counter() - start)
+    taken = 0
+
+    def ten_steps() -> None:
+        nonlocal taken
+        runner.collector.step_env_only([sequence[(taken + k) % len(sequence)] for k in range(10)])
+        taken += 10
+
+    return _streamed_rate(runner, seconds, ten_steps)
 
 
 def summarize(values: list[float]) -> dict[str, float]:
