@@ -159,8 +159,14 @@ def test_case_metrics_reads_the_runners_records_by_name():
            "dispatch_per_env_step": {"host_syncs_per_step": 0.0}, "host_syncs_per_env_step": None}
     col = {"env_steps_per_s_no_learning": {"median": 800.0}, "env_steps_per_s_with_learning": {"median": 100.0},
            "phase_ms_with_learning": {"replay_ms": 0.4, "learner_ms": 9.0, "policy_ms": 0.3},
-           "dispatch_per_collector_step": {"host_syncs_per_collector_step": 5.0}}
+           "dispatch_per_collector_step": {"host_syncs_per_collector_step": 5.0, "kernel_ops_per_collector_step": 258.0},
+           "of_env_alone": {"no_learning": {"median": 0.76}},
+           "of_env_alone_replaying_actions": {"with_learning_overlapped": {"median": 0.61}}}
     m = matrix_figures.case_metrics(env, col)
+    assert m["kernel_ops_per_collector_step"] == 258.0 and m["policy_ms"] == 0.3
+    assert m["collector_of_env_alone_no_learning"] == 0.76
+    assert m["collector_of_env_alone_replaying_actions_with_learning_overlapped"] == 0.61
+    assert m["collector_of_env_alone_with_learning"] is None  # a mode the record does not have
     assert m["env_steps_per_s_streamed"] == 900 and m["raw_physics_steps_per_s_streamed"] == 1200
     assert m["paired_single_step_ratio_drift_control"] == 0.7 and m["reset_done_ms"] == 0.5
     assert m["replay_ms"] == 0.4 and m["learner_ms"] == 9.0 and m["host_syncs_per_collector_step"] == 5.0

@@ -53,6 +53,7 @@ def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -
         "host_syncs_per_env_step": _get(env, "dispatch_per_env_step", "host_syncs_per_step"),
         "host_syncs_per_env_step_cuda": _get(env, "host_syncs_per_env_step"),
         "host_syncs_per_collector_step": _get(collector, "dispatch_per_collector_step", "host_syncs_per_collector_step"),
+        "kernel_ops_per_collector_step": _get(collector, "dispatch_per_collector_step", "kernel_ops_per_collector_step"),
         "kernel_ops_per_env_step": _get(env, "dispatch_per_env_step", "kernel_ops_per_step"),
         # The direct-runtime baseline, where the task has a hand-fused reference loop.
         "reference_steps_per_s_streamed": _get(env, "reference", "steps_per_s", "median"),
@@ -78,9 +79,10 @@ SUMMARY_METRICS = ("collector_steps_per_s_no_learning", "collector_steps_per_s_w
                    "collector_of_env_alone_replaying_actions_with_learning_overlapped",
                    "env_steps_per_s_streamed", "raw_physics_steps_per_s_streamed", "env_to_raw_ratio_streamed",
                    "paired_single_step_ratio_drift_control", "env_to_replay_ratio_streamed", "update_state_ms", "reset_done_ms",
-                   "reset_done_reset_call_ms", "backend_step_ms", "replay_ms", "learner_ms",
+                   "reset_done_reset_call_ms", "backend_step_ms", "policy_ms", "replay_ms", "learner_ms",
                    "python_calls_per_env_step", "redundant_physics_steps_in_reset", "host_syncs_per_env_step",
-                   "host_syncs_per_env_step_cuda", "host_syncs_per_collector_step")
+                   "host_syncs_per_env_step_cuda", "host_syncs_per_collector_step", "kernel_ops_per_env_step",
+                   "kernel_ops_per_collector_step")
 
 
 def format_summary(record: dict[str, Any]) -> str:
