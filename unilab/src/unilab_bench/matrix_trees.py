@@ -34,7 +34,7 @@ def working_tree_state() -> tuple[list[str], str]:
         return [], NOT_A_CHECKOUT
 
 
-def copied_tree(label: str, root: Path) -> "Tree":
+def copied_tree(label: str, root: Path) -> Tree:
     """A tree given as a folder of sources, e.g. on a benchmark machine that received copies and
     no git: it must hold the source folders. Its commit is its own checkout's where it is one
     (not that of a repository it happens to sit inside), else unknown."""

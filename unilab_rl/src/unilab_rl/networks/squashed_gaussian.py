@@ -21,7 +21,7 @@ def squashed_sample(
     ``2 * (log 2 - u - softplus(-2u))`` because ``log(1 - tanh(u)**2)`` loses all precision
     once |u| is large, and the constant ``log(action_scale)`` per dimension.
     """
-    pre_tanh = mean + log_std.exp() * noise
+    pre_tanh = _pre_tanh(mean, log_std, noise)
     gaussian_log_prob = -0.5 * noise.square() - log_std - _HALF_LOG_TWO_PI
     log_det_tanh = 2.0 * (math.log(2.0) - pre_tanh - F.softplus(-2.0 * pre_tanh))
     log_prob = (gaussian_log_prob - log_det_tanh).sum(-1) - mean.shape[-1] * math.log(action_scale)
@@ -31,7 +31,12 @@ def squashed_sample(
 def squashed_action(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor, action_scale: float) -> torch.Tensor:
     """``squashed_sample``'s action alone, the same values: acting needs no log-probability, and
     the collector runs this every env step, where each op is a kernel launch on a GPU."""
-    return action_scale * torch.tanh(mean + log_std.exp() * noise)
+    return action_scale * torch.tanh(_pre_tanh(mean, log_std, noise))
+
+
+def _pre_tanh(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """The Gaussian draw before the squash, one expression for both functions above."""
+    return mean + log_std.exp() * noise
 
 
 def gaussian_entropy_for_std(action_dim: int, std: float, action_scale: float) -> float:
