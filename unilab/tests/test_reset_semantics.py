@@ -112,6 +112,33 @@ def test_fused_reward_term_equals_the_unfused_terms(make_env):
     assert ma.keys() == mb.keys()
 
 
+def test_the_off_axis_weights_reach_both_reward_forms_alike(make_env):
+    # mjlab's later weights: vertical velocity 2, roll and pitch rates 0.05.
+    fused = make_env(task="g1_walk_flat", seed=3, overrides=["rewards.velocity.params.lin_vel_z_weight=2.0",
+                                                            "rewards.velocity.params.ang_vel_xy_weight=0.05"])
+    unfused = make_env(task="g1_walk_flat_unfused", seed=3, overrides=["rewards.track_lin_vel.params.z_weight=2.0",
+                                                                      "rewards.track_ang_vel.params.xy_weight=0.05"])
+    default = make_env(task="g1_walk_flat", seed=3)
+    names = fused.reward_manager.components
+    lin, ang = names.index("track_lin_vel"), names.index("track_ang_vel")
+    for k in range(4):
+        for env in (fused, unfused, default):
+            env.step(_act(env, k))
+        assert torch.allclose(fused.reward_manager.last_components, unfused.reward_manager.last_components,
+                              atol=1e-6)
+    # The kernels, from the state the last step reached, by their definition.
+    robot, cmd = fused.robot, fused.command_manager.term("twist").command
+    v, w = robot.root_lin_vel_b, robot.root_ang_vel_b
+    lin_error = (cmd[:, :2] - v[:, :2]).square().sum(1) + 2.0 * v[:, 2].square()
+    ang_error = (cmd[:, 2] - w[:, 2]).square() + 0.05 * w[:, :2].square().sum(1)
+    weights = fused.cfg.rewards["velocity"].weights
+    step_dt = fused.step_dt
+    got = fused.reward_manager.last_components
+    assert torch.allclose(got[:, lin], weights["track_lin_vel"] * torch.exp(-lin_error / 0.25) * step_dt, atol=1e-5)
+    assert torch.allclose(got[:, ang], weights["track_ang_vel"] * torch.exp(-ang_error / 0.5) * step_dt, atol=1e-5)
+    assert not torch.allclose(got[:, ang], default.reward_manager.last_components[:, ang])
+
+
 def test_push_joins_the_single_transaction_and_moves_only_pushed_rows(make_env):
     env = make_env(task="g1_walk_flat", overrides=["events.push.interval_range_s=[0.02, 0.02]",
                                                    "events.push.params.velocity_range={'x': (0.5, 0.5)}"])

@@ -22,14 +22,22 @@ def command_speed(cmd: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(cmd[:, :2], dim=1) + cmd[:, 2].abs()
 
 
-def lin_vel_error(env, cmd: torch.Tensor) -> torch.Tensor:
+# The tracking kernels also count the motion no command asks for: vertical velocity in the
+# linear one, roll and pitch rates in the angular one, each squared and weighed by these (mjlab's
+# first G1 set weighs both 1; its later one 2 and 0.05, so that the body's rocking while stepping
+# costs a turn in place little of its reward).
+LIN_VEL_Z_WEIGHT = 1.0
+ANG_VEL_XY_WEIGHT = 1.0
+
+
+def lin_vel_error(env, cmd: torch.Tensor, z_weight: float = LIN_VEL_Z_WEIGHT) -> torch.Tensor:
     v = env.robot.root_lin_vel_b
-    return (cmd[:, :2] - v[:, :2]).square().sum(dim=1) + v[:, 2].square()
+    return (cmd[:, :2] - v[:, :2]).square().sum(dim=1) + z_weight * v[:, 2].square()
 
 
-def ang_vel_error(env, cmd: torch.Tensor) -> torch.Tensor:
+def ang_vel_error(env, cmd: torch.Tensor, xy_weight: float = ANG_VEL_XY_WEIGHT) -> torch.Tensor:
     w = env.robot.root_ang_vel_b
-    return (cmd[:, 2] - w[:, 2]).square() + w[:, :2].square().sum(dim=1)
+    return (cmd[:, 2] - w[:, 2]).square() + xy_weight * w[:, :2].square().sum(dim=1)
 
 
 class Posture:
@@ -81,17 +89,27 @@ class _CommandTerm:
 # ---- unfused terms ----------------------------------------------------------------
 
 class track_lin_vel(_CommandTerm):
+    """params: command_name, std, z_weight (vertical velocity's weight in the error)."""
+
     def __init__(self, cfg, env) -> None:
         super().__init__(cfg, env)
         self.std2 = cfg.params["std"] ** 2
+        self.z_weight = cfg.params.get("z_weight", LIN_VEL_Z_WEIGHT)
 
     def __call__(self, env) -> torch.Tensor:
-        return torch.exp(-lin_vel_error(env, self.command.command) / self.std2)
+        return torch.exp(-lin_vel_error(env, self.command.command, self.z_weight) / self.std2)
 
 
-class track_ang_vel(track_lin_vel):
+class track_ang_vel(_CommandTerm):
+    """params: command_name, std, xy_weight (roll and pitch rates' weight in the error)."""
+
+    def __init__(self, cfg, env) -> None:
+        super().__init__(cfg, env)
+        self.std2 = cfg.params["std"] ** 2
+        self.xy_weight = cfg.params.get("xy_weight", ANG_VEL_XY_WEIGHT)
+
     def __call__(self, env) -> torch.Tensor:
-        return torch.exp(-ang_vel_error(env, self.command.command) / self.std2)
+        return torch.exp(-ang_vel_error(env, self.command.command, self.xy_weight) / self.std2)
 
 
 class posture(_CommandTerm):
@@ -134,7 +152,9 @@ class foot_slip(_FeetTerm):
 
 class velocity_rewards(_CommandTerm):
     """All velocity-task components in one pass; ``params`` are those of the unfused terms
-    (see the G1 owner), ``weights`` in the term config pick and weigh them."""
+    (see the G1 owner; the tracking kernels' ``z_weight`` and ``xy_weight`` are
+    ``lin_vel_z_weight`` and ``ang_vel_xy_weight`` here), ``weights`` in the term config pick and
+    weigh them."""
 
     components = ("track_lin_vel", "track_ang_vel", "upright", "posture", "body_ang_vel", "action_rate",
                   "joint_limits", "feet_air_time", "foot_slip", "alive", "terminated")
@@ -157,8 +177,11 @@ class velocity_rewards(_CommandTerm):
         # the (vx, vy, wz) slots, squared, summed per kernel (lin: 0-2, ang: 3-5).
         self.place = torch.zeros(3, 6, device=dev)
         self.place[0, 0] = self.place[1, 1] = self.place[2, 5] = 1.0
+        # Summed with the off-axis weights: vertical velocity (row 2), roll and pitch rates (3, 4).
         self.group = torch.zeros(6, 2, device=dev)
         self.group[:3, 0] = self.group[3:, 1] = 1.0
+        self.group[2, 0] = p.get("lin_vel_z_weight", LIN_VEL_Z_WEIGHT)
+        self.group[3:5, 1] = p.get("ang_vel_xy_weight", ANG_VEL_XY_WEIGHT)
         self.ones = torch.ones(env.num_envs, 1, device=dev)
 
     def __call__(self, env) -> torch.Tensor:

@@ -82,6 +82,7 @@ def _policy_terms(noisy: bool) -> dict[str, ObsTermCfg]:
 def _fused_rewards() -> dict[str, RewardTermCfg]:
     return {"velocity": RewardTermCfg(func=vel_rew.velocity_rewards, weights=dict(WEIGHTS), params={
         "command_name": COMMAND, "std_lin_vel": math.sqrt(0.25), "std_ang_vel": math.sqrt(0.5),
+        "lin_vel_z_weight": vel_rew.LIN_VEL_Z_WEIGHT, "ang_vel_xy_weight": vel_rew.ANG_VEL_XY_WEIGHT,
         "std_upright": math.sqrt(0.2), "torso_body": TORSO, "posture": POSTURE, "soft_factor": 0.9,
         "sensor_name": "feet", "air_time_threshold": 0.4, "command_threshold": 0.1})}
 
@@ -91,9 +92,11 @@ def _unfused_rewards() -> dict[str, RewardTermCfg]:
     feet = {"sensor_name": "feet", "command_name": COMMAND, "command_threshold": 0.1}
     return {
         "track_lin_vel": RewardTermCfg(func=vel_rew.track_lin_vel, weight=w["track_lin_vel"],
-                                       params={"std": math.sqrt(0.25), "command_name": COMMAND}),
+                                       params={"std": math.sqrt(0.25), "command_name": COMMAND,
+                                               "z_weight": vel_rew.LIN_VEL_Z_WEIGHT}),
         "track_ang_vel": RewardTermCfg(func=vel_rew.track_ang_vel, weight=w["track_ang_vel"],
-                                       params={"std": math.sqrt(0.5), "command_name": COMMAND}),
+                                       params={"std": math.sqrt(0.5), "command_name": COMMAND,
+                                               "xy_weight": vel_rew.ANG_VEL_XY_WEIGHT}),
         "upright": RewardTermCfg(func=rew.upright, weight=w["upright"], params={"std": math.sqrt(0.2), "body": TORSO}),
         "posture": RewardTermCfg(func=vel_rew.posture, weight=w["posture"],
                                  params={"command_name": COMMAND, **POSTURE}),
