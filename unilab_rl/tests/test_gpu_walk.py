@@ -89,7 +89,7 @@ def test_a_preset_fills_what_the_command_line_leaves_unset():
                                                            "--goal", "collector/episode_return>1"])
     train_args.apply_preset(args)
     preset = PRESETS["gpu_walk"]
-    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 4.0)
+    assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 1.5)
     assert args.num_envs == 8  # the flag wins
     assert args.overrides[-1] == "gamma=0.9" and "overlap_learning=true" in args.overrides  # the override wins (last)
     assert args.goal == [*preset.goals, "collector/episode_return>1"]
@@ -101,7 +101,7 @@ def test_a_preset_gives_each_algorithm_its_own_budget_and_the_command_line_wins(
         train_args.apply_preset(args)
         return args.minutes, args.steps
 
-    assert minutes() == (4.0, None) and minutes("--algo", "flashsac") == (7.0, None)
+    assert minutes() == (1.5, None) and minutes("--algo", "flashsac") == (7.0, None)
     assert minutes("--minutes", "2") == (2.0, None) and minutes("--steps", "1000") == (None, 1000)
 
 
