@@ -392,6 +392,7 @@ def test_a_copied_base_tree_runs_as_the_base_and_is_named_in_the_record(tmp_path
     copy = tmp_path / "base-copy"
     for folder in matrix_trees.SOURCE_DIRS:
         (copy / folder).mkdir(parents=True)
+    (copy / "workspace.toml").write_text("")
     seen = {}
 
     def run_matrix(cases, settings, trees, units, on_round=None):
@@ -416,7 +417,13 @@ def test_a_base_tree_without_the_sources_or_beside_base_is_refused_before_runnin
     (tmp_path / "unilab" / "src").mkdir(parents=True)
     with pytest.raises(SystemExit):
         matrix.main(["--base-tree", str(tmp_path)])
-    assert "--base-tree" in (err := capsys.readouterr().err) and "unisim-core/src, unilab_rl/src" in err
+    assert "--base-tree" in (err := capsys.readouterr().err) and "unisim-core/src, unilab_rl/src, workspace.toml" in err
+    # The source folders without the workspace file the adapters read at run time: refused too.
+    for folder in matrix_trees.SOURCE_DIRS:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    with pytest.raises(SystemExit):
+        matrix.main(["--base-tree", str(tmp_path)])
+    assert (err := capsys.readouterr().err).count("missing workspace.toml") == 1 and "unilab/src" not in err.split("missing")[1]
     with pytest.raises(SystemExit):
         matrix.main(["--base", "HEAD", "--base-tree", str(tmp_path)])
     assert "give one base" in capsys.readouterr().err

@@ -220,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "among them raw physics replaying the env's own state writes (env_to_replay_ratio_streamed)")
     p.add_argument("--base", metavar="REV", help="also run REV (a temporary git worktree), interleaved and paired")
     p.add_argument("--base-tree", metavar="DIR", type=Path, help="like --base, for a copy of the base's sources "
-                   "in DIR (a machine without git); its commit is recorded where DIR is a checkout")
+                   "in DIR (a machine without git): the packages' src folders and workspace.toml; its commit is "
+                   "recorded where DIR is a checkout")
     p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
     p.add_argument("--units", type=Path, help="keep every process's JSON here; run again with the same folder "

@@ -14,6 +14,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository holding this tree
 SOURCE_DIRS = ("unisim-core/src", "unilab/src", "unilab_rl/src")
+# Files the sources read at run time from the tree's root: the backend scope (unisim.scope).
+RUNTIME_FILES = ("workspace.toml",)
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -39,6 +41,7 @@ def copied_tree(label: str, root: Path) -> Tree:
     no git: it must hold the source folders. Its commit is its own checkout's where it is one
     (not that of a repository it happens to sit inside), else unknown."""
     missing = [d for d in SOURCE_DIRS if not (root / d).is_dir()]
+    missing += [f for f in RUNTIME_FILES if not (root / f).is_file()]
     if missing:
         raise ValueError(f"--{label}-tree {root}: expected a copy of the repository's sources, "
                          f"missing {', '.join(missing)}")
