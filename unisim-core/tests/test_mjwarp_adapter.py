@@ -135,7 +135,7 @@ def test_graph_replay_and_eager_stepping_agree(builtin_model):
     assert torch.allclose(q_graph, q_eager, atol=1e-6) and torch.allclose(s_graph, s_eager, atol=1e-6)
 
 
-def test_contact_overflow_is_reported_and_cleared_by_set_state(builtin_model):
+def test_contact_overflow_is_reported_cleared_by_set_state_and_kept_in_the_history(builtin_model):
     model = mujoco.MjModel.from_xml_path(builtin_model)
     b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu", nconmax=1)
     try:
@@ -147,8 +147,25 @@ def test_contact_overflow_is_reported_and_cleared_by_set_state(builtin_model):
         assert diag["nconmax_per_world"] == 1 and diag["overflow_worlds"] >= 1
         assert diag["overflow_kinds"], diag
         assert torch.isfinite(b.views().qpos).all(), "overflow drops contacts, never corrupts state"
+        assert diag["overflow_worlds_since_build"] == diag["overflow_worlds"]
+        assert diag["overflow_kinds_since_build"] == diag["overflow_kinds"]
         b.set_state(torch.arange(2), *random_model_state(model, 2, 7))
-        assert b.diagnostics()["overflow_worlds"] == 0
+        after = b.diagnostics()
+        assert after["overflow_worlds"] == 0 and after["overflow_kinds"] == []
+        # The episodes that overflowed are gone; the history still counts their worlds.
+        assert (after["overflow_worlds_since_build"], after["overflow_kinds_since_build"]) == (
+            diag["overflow_worlds"], diag["overflow_kinds"])
+    finally:
+        b.close()
+    # The masked reset keeps the history too (a fresh backend: no history from the reset above).
+    b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu", nconmax=1)
+    try:
+        b.set_state(torch.arange(2), qpos, torch.zeros(2, model.nv))
+        b.step(torch.zeros(2, 3), 1)
+        overflowed = b.diagnostics()["overflow_worlds"]
+        b.set_state_where(torch.tensor([True, True]), *random_model_state(model, 2, 8))
+        after = b.diagnostics()
+        assert after["overflow_worlds"] == 0 and after["overflow_worlds_since_build"] == overflowed >= 1
     finally:
         b.close()
 

@@ -30,7 +30,10 @@ Trade-offs, decided here:
 - Contact/constraint buffers are sized from the model (``default_buffer_sizes``: twice the
   contacts/rows of its resting poses, at least mujoco_warp's defaults) times num_envs unless
   ``nconmax``/``njmax`` are given; overflow is sticky per world in ``d.overflow`` and is
-  read only by ``diagnostics()``, never per step.
+  read only by ``diagnostics()``, never per step. A reset clears a world's bits for its new
+  episode after OR-ing them into a history (one op on the device per reset call), so
+  ``diagnostics()`` also says how many worlds overflowed at any time since the backend was
+  built: an overflow drops contacts or constraint rows, and a run should be able to tell.
 """
 
 from __future__ import annotations
@@ -147,6 +150,7 @@ class MjWarpBackend(SimBackend):
         self._time = wp.to_torch(d.time)
         self._warmstart = wp.to_torch(d.qacc_warmstart)
         self._overflow = wp.to_torch(d.overflow)
+        self._overflow_history = torch.zeros_like(self._overflow)  # bits of every episode so far
         self._fields = {name: wp.to_torch(getattr(self._m, name)) for name in MODEL_FIELDS}
         # Contact views: zero-copy over the kernel's outputs (empty tensors when none was asked).
         contacts = self._contacts
@@ -215,6 +219,7 @@ class MjWarpBackend(SimBackend):
         self._time.index_fill_(0, rows, 0.0)
         self._act.index_fill_(0, rows, 0.0)
         self._warmstart.index_fill_(0, rows, 0.0)
+        self._overflow_history.bitwise_or_(self._overflow)  # all rows: unreset ones only repeat bits
         self._overflow.index_fill_(0, rows, 0)  # a fresh episode starts without overflow history
         self._contact_force.index_fill_(0, rows, 0.0)  # no contact solve has run for the new state
         self._in_contact.index_fill_(0, rows, False)
@@ -228,6 +233,7 @@ class MjWarpBackend(SimBackend):
         self._time.masked_fill_(mask, 0.0)
         self._act.masked_fill_(rows, 0.0)
         self._warmstart.masked_fill_(rows, 0.0)
+        self._overflow_history.bitwise_or_(self._overflow)
         self._overflow.masked_fill_(mask, 0)
         self._contact_force.masked_fill_(rows.unsqueeze(2), 0.0)
         self._in_contact.masked_fill_(rows, False)
@@ -251,9 +257,7 @@ class MjWarpBackend(SimBackend):
     def diagnostics(self) -> dict[str, Any]:
         # The only place overflow and contact counts cross to the host.
         overflow = self._overflow
-        bits = 0
-        for value in overflow.unique().tolist():
-            bits |= int(value)
+        history = overflow | self._overflow_history
         return {
             "backend_device": str(self.device),
             "step_mode": self._step_mode(),
@@ -271,9 +275,12 @@ class MjWarpBackend(SimBackend):
             # loops until every world has converged, so the slowest world sets the cost.
             "solver_niter_mean": float(self._d.solver_niter.numpy().mean()),
             "solver_niter_max": int(self._d.solver_niter.numpy().max()),
+            # Worlds whose current episode overflowed, and worlds that overflowed in any episode
+            # since the backend was built; each with the buffers that overflowed.
             "overflow_worlds": int((overflow != 0).sum().item()),
-            "overflow_kinds": [t.name for t in mjw.OverflowType if t.value and t.name != "ALL"
-                               and bits & t.value == t.value],
+            "overflow_kinds": _overflow_kinds(overflow),
+            "overflow_worlds_since_build": int((history != 0).sum().item()),
+            "overflow_kinds_since_build": _overflow_kinds(history),
         }
 
     def _close(self) -> None:
@@ -353,3 +360,10 @@ class MjWarpBackend(SimBackend):
             return "eager"
         return "cuda_graph" if self._cuda else "cpu_graph"
 
+
+def _overflow_kinds(bits_per_world: torch.Tensor) -> list[str]:
+    """Names of the mujoco_warp buffers whose overflow bit is set in any world."""
+    bits = 0
+    for value in bits_per_world.unique().tolist():
+        bits |= int(value)
+    return [t.name for t in mjw.OverflowType if t.value and t.name != "ALL" and bits & t.value == t.value]
