@@ -79,5 +79,8 @@ class PointMassEnv:
     def flush_metrics(self) -> dict[str, float]:
         return {"fake_phase_ms": 1.0}
 
+    def simulator_diagnostics(self) -> dict[str, Any]:
+        return {"steps": self.steps}
+
     def close(self) -> None:
         self.closed = True

@@ -261,6 +261,7 @@ def test_a_run_reports_its_goals_on_the_metrics_it_logs(tmp_path, capsys):
     assert summary["goal_values_at_end"] == {"collector/episode_length_fraction": pytest.approx(1.0, abs=0.5),
                                              "env/fake_phase_ms": 1.0}
     assert summary["goals_met_at_end"] is False and summary["first_goals_met_wall_s"] is None  # 1.0 is not < 0.5
+    assert summary["simulator"] == {"steps": summary["env_steps"] // 8}  # the env's own facts; 8 envs
     assert "not met at the end" in capsys.readouterr().out
 
 

@@ -29,6 +29,10 @@ def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_gi
             "eval.seconds=0.4", "eval.settle_s=0.1"]
     assert gpu_walk.main(argv) == 1  # a 32-step policy does not walk: judged, and it failed
     assert (tmp_path / "run" / "checkpoint.pt").is_file() and (tmp_path / "summary.json").is_file()
+    # The simulator's own facts close the summary: here MuJoCo's host bridge, 4 physics steps per env step.
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    vectorized_steps = summary["env_steps"] // 4  # 4 envs
+    assert summary["simulator"]["physics_steps"] == 4 * vectorized_steps  # 4 physics steps per env step
     report = json.loads((tmp_path / "eval" / "report.json").read_text())
     assert report["evaluation_options"]["seconds"] == "0.4" and len(report["reports"]["mujoco"]["cases"]) == 17
     assert "gpu_walk: unilab-eval --checkpoint" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import unisim
@@ -239,6 +240,10 @@ class ManagerBasedRlEnv:
         out.update(self.timer.flush())
         out.update(self.curriculum_manager.state)
         return out
+
+    def simulator_diagnostics(self) -> dict[str, Any]:
+        # The backend's own facts (its keys); a host read, for the end of a run.
+        return self.backend.diagnostics()
 
     def close(self) -> None:
         self.backend.close()

@@ -24,6 +24,9 @@ Semantics in one place (the manifest repeats them per member):
   permutation of columns (``mirrored[:, i] = sign[i] * x[:, index[i]]``, int64 and float32
   tensors on ``env.device``) that undoes itself. A learner may add mirrored copies of its
   transitions (same reward and discount) to its batches; the env never applies them.
+- ``simulator_diagnostics()`` (1.3): plain-Python facts about the simulator behind the env
+  (step counts, buffer sizes, buffer overflows; the keys are the simulator adapter's own). It
+  may synchronize with the device: read it at the end of a run, never per step.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-ENV_RUNNER_CONTRACT_VERSION = "1.2.0"
+ENV_RUNNER_CONTRACT_VERSION = "1.3.0"
 
 __all__ = [
     "CRITIC_GROUP", "ENV_RUNNER_CONTRACT_VERSION", "INFO_FINAL_OBS", "INFO_LOG", "POLICY_GROUP", "REQUIRED_GROUPS",
@@ -73,6 +76,8 @@ class RunnerEnv(Protocol):
     def step(self, action: torch.Tensor) -> StepOutput: ...
 
     def flush_metrics(self) -> dict[str, float]: ...
+
+    def simulator_diagnostics(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 

@@ -12,7 +12,8 @@ from unilab_rl.goals import GoalTracker
 
 
 def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
-                  startup_s: float, startup_phases: dict[str, float], imports_s: float | None) -> None:
+                  startup_s: float, startup_phases: dict[str, float], imports_s: float | None,
+                  simulator: dict[str, Any]) -> None:
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
@@ -26,7 +27,10 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                # False: no cached bytecode, so both of the above include compiling every imported source.
                "writes_bytecode": python_writes_bytecode(),
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
-               **tracker.summary()}
+               **tracker.summary(),
+               # The simulator's own facts at the end (its keys): step counts, buffer sizes and
+               # overflows, so a run can tell whether its physics dropped contacts on the way.
+               "simulator": simulator}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)
     print_summary(result, tracker)
 

@@ -261,7 +261,8 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> in
         result = runner.train(budget_steps, budget_seconds, progress=is_main and show_bar)
         distributed.finish_together()  # every rank is past its last collective and rank 0 has saved
         if is_main:
-            write_summary(args, result, tracker, started, startup_s, startup_phases, imports_s)
+            write_summary(args, result, tracker, started, startup_s, startup_phases, imports_s,
+                          simulator=env.simulator_diagnostics())
     finally:
         if stopper is not None:
             stopper.restore()
