@@ -106,3 +106,24 @@ def test_accelerometer_model_fails_closed():
              <sensor><accelerometer site='s'/></sensor></mujoco>"""
     with pytest.raises(unisim.ContractViolation, match="accelerometer"):
         unisim.create_backend("mujoco", model=xml, num_envs=1)
+
+
+def test_a_world_mujoco_resets_as_unstable_is_counted(builtin_model, capfd):
+    # A velocity past MuJoCo's 1e10 bound: MuJoCo warns, resets that world to the model's
+    # initial state inside the rollout and steps on. Only the other worlds' clocks keep time.
+    b = unisim.create_backend("mujoco", model=builtin_model, num_envs=3, nthread=2)
+    try:
+        qpos, qvel = random_state(b.inventory(), 3, 13)
+        b.set_state(torch.arange(3), qpos, qvel)
+        b.step(torch.zeros(3, 3), substeps=2)
+        assert b.diagnostics()["unstable_resets"] == 0
+        qvel[1] = 1e11
+        b.set_state(torch.tensor([1]), qpos[1:2], qvel[1:2])
+        b.step(torch.zeros(3, 3), substeps=2)
+        assert b.diagnostics()["unstable_resets"] == 1
+        printed = capfd.readouterr()
+        assert "unstable" in (printed.err + printed.out).lower()  # MuJoCo's own warning
+        b.step(torch.zeros(3, 3), substeps=2)  # the restarted world steps on normally
+        assert b.diagnostics()["unstable_resets"] == 1
+    finally:
+        b.close()

@@ -182,7 +182,7 @@ class MujocoHostBackend(SimBackend):
             qpos=p[:, :nq], qvel=p[:, nq:nq + nv], body_pos_w=body[0], body_quat_w=body[1],
             body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd],
             contacts=plan.views(self._contact_force, self._in_contact))
-        self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0}
+        self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0, "unstable_resets": 0}
         self._publish(np.arange(num_envs))  # contacts start cleared
 
     def diagnostics(self) -> dict[str, Any]:
@@ -197,12 +197,19 @@ class MujocoHostBackend(SimBackend):
             self._ctrl_buf[substeps] = np.empty((self.num_envs, substeps, self._model.nu))
         states, sensors = self._step_out[substeps]
         ctrl_buf = self._ctrl_buf[substeps]
+        dt = self._model.opt.timestep
+        clock = self._state[:, 0] + substeps * dt  # each world's time after these substeps
         # One device->host transfer; the action is held for every substep.
         ctrl_buf[:] = ctrl.detach().to("cpu").numpy()[:, None, :]
         self._pool.rollout(self._physics_models, self._datas, self._state, ctrl_buf, nstep=substeps,
                            state=states, sensordata=sensors, skip_checks=True)
         self._state[:] = states[:, -1]
         self._stats["physics_steps"] += substeps
+        # MuJoCo resets a world whose state turned unstable (NaN, or a value past 1e10 in qpos,
+        # qvel or qacc) to the model's initial state inside the rollout and steps on; only its
+        # clock tells, reading less than the steps taken. Counted (world x env step), so a run
+        # can tell that its physics restarted worlds under it.
+        self._stats["unstable_resets"] += int(np.count_nonzero(self._state[:, 0] < clock - 0.5 * dt))
         self._publish(None, sensors[:, -1])
 
     def _set_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
