@@ -108,9 +108,10 @@ def test_accelerometer_model_fails_closed():
         unisim.create_backend("mujoco", model=xml, num_envs=1)
 
 
-def test_a_world_mujoco_resets_as_unstable_is_counted(builtin_model, capfd):
+def test_a_world_mujoco_resets_as_unstable_is_counted(builtin_model, capfd, tmp_path, monkeypatch):
     # A velocity past MuJoCo's 1e10 bound: MuJoCo warns, resets that world to the model's
     # initial state inside the rollout and steps on. Only the other worlds' clocks keep time.
+    monkeypatch.chdir(tmp_path)  # MuJoCo also appends its warning to MUJOCO_LOG.TXT in the cwd
     b = unisim.create_backend("mujoco", model=builtin_model, num_envs=3, nthread=2)
     try:
         qpos, qvel = random_state(b.inventory(), 3, 13)
