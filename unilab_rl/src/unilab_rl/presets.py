@@ -69,9 +69,9 @@ _WALK_SINGLE_AXIS_COMMANDS = ("commands.twist.single_axis_fraction=0.3",)
 # The tracking rewards' off-axis weights at mjlab's later values: vertical velocity 2, roll and
 # pitch rates 0.05 (the task's default weighs both 1), so the body's rocking while it steps costs
 # a turn in place little of its reward. On an H200, FastSAC with them passed all 17 sweep commands
-# after 90 s on each of seeds 0-3, where without them 2 of 8 runs of 90 s on those seeds had. One
-# FlashSAC run with them (seed 0, 3 minutes) passed 14, within its range without them (14-16), so
-# its entry leaves them out.
+# after 90 s on each of seeds 0-3, where without them 2 of 7 runs of 90 s on those seeds had (2 of
+# 8 on seeds 0-4). One FlashSAC run with them (seed 0, 3 minutes) passed 14, within its range
+# without them (14-16), so its entry leaves them out.
 _WALK_OFF_AXIS_WEIGHTS = ("rewards.velocity.params.lin_vel_z_weight=2.0",
                           "rewards.velocity.params.ang_vel_xy_weight=0.05")
 # Walking: FastSAC's horizon and exploration. With gamma 0.99 and a target std of 0.15 (an
