@@ -39,6 +39,7 @@ class PointMassEnv:
         self.return_sum = 0.0
         self.episodes = 0
         self.closed = False
+        self.altered_worlds = 0  # what simulator_diagnostics reports; a test may set it
 
     def _observe(self) -> dict[str, torch.Tensor]:
         policy = torch.stack([self.position, self.velocity, self.target], dim=-1)
@@ -80,7 +81,7 @@ class PointMassEnv:
         return {"fake_phase_ms": 1.0}
 
     def simulator_diagnostics(self) -> dict[str, Any]:
-        return {"steps": self.steps}
+        return {"steps": self.steps, "altered_worlds": self.altered_worlds}
 
     def close(self) -> None:
         self.closed = True

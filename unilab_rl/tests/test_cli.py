@@ -261,8 +261,21 @@ def test_a_run_reports_its_goals_on_the_metrics_it_logs(tmp_path, capsys):
     assert summary["goal_values_at_end"] == {"collector/episode_length_fraction": pytest.approx(1.0, abs=0.5),
                                              "env/fake_phase_ms": 1.0}
     assert summary["goals_met_at_end"] is False and summary["first_goals_met_wall_s"] is None  # 1.0 is not < 0.5
-    assert summary["simulator"] == {"steps": summary["env_steps"] // 8}  # the env's own facts; 8 envs
-    assert "not met at the end" in capsys.readouterr().out
+    assert summary["simulator"] == {"steps": summary["env_steps"] // 8, "altered_worlds": 0}  # 8 envs
+    printed = capsys.readouterr()
+    assert "not met at the end" in printed.out and "altered the physics" not in printed.err
+
+
+def test_a_run_whose_simulator_altered_worlds_says_so_out_loud(tmp_path, capsys):
+    def altering_factory(*args, **kwargs):
+        env = fake_factory(*args, **kwargs)
+        env.altered_worlds = 3
+        return env
+
+    out = tmp_path / "run"
+    assert train_cli.main(base_args(out) + [*TINY_TOKENS], factory=altering_factory, tasks=TASKS) == 0
+    assert json.loads((out / "summary.json").read_text())["simulator"]["altered_worlds"] == 3
+    assert "the simulator altered the physics of 3 of 8 worlds" in capsys.readouterr().err
 
 
 def test_a_goal_on_a_metric_the_env_does_not_declare_is_bad_input(tmp_path, capsys):

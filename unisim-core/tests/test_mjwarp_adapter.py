@@ -155,6 +155,7 @@ def test_contact_overflow_is_reported_cleared_by_set_state_and_kept_in_the_histo
         # The episodes that overflowed are gone; the history still counts their worlds.
         assert (after["overflow_worlds_since_build"], after["overflow_kinds_since_build"]) == (
             diag["overflow_worlds"], diag["overflow_kinds"])
+        assert after["altered_worlds"] == diag["overflow_worlds"]  # the contract's count of the same
     finally:
         b.close()
     # The masked reset keeps the history too (a fresh backend: no history from the reset above).

@@ -126,5 +126,9 @@ def test_a_world_mujoco_resets_as_unstable_is_counted(builtin_model, capfd, tmp_
         assert "unstable" in (printed.err + printed.out).lower()  # MuJoCo's own warning
         b.step(torch.zeros(3, 3), substeps=2)  # the restarted world steps on normally
         assert b.diagnostics()["unstable_resets"] == 1
+        # The same world again: two restarts, still one altered world (the contract's count).
+        b.set_state(torch.tensor([1]), qpos[1:2], qvel[1:2])
+        b.step(torch.zeros(3, 3), substeps=2)
+        assert (b.diagnostics()["unstable_resets"], b.diagnostics()["altered_worlds"]) == (2, 1)
     finally:
         b.close()

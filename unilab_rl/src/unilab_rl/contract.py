@@ -25,8 +25,11 @@ Semantics in one place (the manifest repeats them per member):
   tensors on ``env.device``) that undoes itself. A learner may add mirrored copies of its
   transitions (same reward and discount) to its batches; the env never applies them.
 - ``simulator_diagnostics()`` (1.3): plain-Python facts about the simulator behind the env
-  (step counts, buffer sizes, buffer overflows; the keys are the simulator adapter's own). It
-  may synchronize with the device: read it at the end of a run, never per step.
+  (step counts, buffer sizes, buffer overflows; the keys are the simulator adapter's own), always
+  with ``altered_worlds``: how many worlds' physics the simulator changed on its own during the
+  run (contacts dropped for a full buffer, a world restarted for an unstable state), an int, or
+  None where it cannot tell. It may synchronize with the device: read it at the end of a run,
+  never per step.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from unisim.errors import ContractViolation
 from unisim.inventory import Inventory, StateWidths
 from unisim.views import BackendViews
 
-CONTRACT_VERSION = "1.3.0"
+CONTRACT_VERSION = "1.4.0"
 
 Rows = torch.Tensor  # int64, 1-D, unique, in [0, num_envs)
 Mask = torch.Tensor  # bool, (num_envs,)
@@ -149,7 +149,12 @@ class SimBackend(abc.ABC):
 
     @abc.abstractmethod
     def diagnostics(self) -> dict[str, Any]:
-        """Plain-Python facts about the running adapter (counters, fallbacks, overflow)."""
+        """Plain-Python facts about the running adapter (counters, fallbacks, overflow).
+
+        Always holds ``physics_steps`` (substeps stepped) and (1.4) ``altered_worlds``: how many
+        worlds' physics the simulator changed on its own since the backend was built (contacts
+        or constraint rows dropped for a full buffer, a world restarted for an unstable state),
+        or None where the adapter cannot tell. Other keys are the adapter's own."""
 
     def close(self) -> None:
         if not self._closed:

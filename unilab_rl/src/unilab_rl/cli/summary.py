@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -33,6 +34,17 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                "simulator": simulator}
     write_json_atomic(args.summary_json or args.out / "summary.json", summary)
     print_summary(result, tracker)
+    warn_altered_physics(simulator, args.num_envs)
+
+
+def warn_altered_physics(simulator: dict[str, Any], num_envs: int) -> None:
+    # Said out loud: a world whose contacts were dropped or that was restarted under the learner
+    # fed it transitions of a different physics, and summary.json alone is easy to miss.
+    altered = simulator["altered_worlds"]
+    if altered:
+        print(f"unilab-train: warning: the simulator altered the physics of {altered} of {num_envs} worlds "
+              "on its own during the run (a full contact or constraint buffer, or an unstable state "
+              "restarted); summary.json's simulator entry has the details", file=sys.stderr)
 
 
 def print_summary(result: Any, tracker: GoalTracker) -> None:

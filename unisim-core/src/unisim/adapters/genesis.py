@@ -371,5 +371,8 @@ class GenesisBackend(SimBackend):
             "contact_reads": ("unused" if not self._filtered_rows.numel() else
                               "get_contacts" if self._contact_src is None else "zero-copy views"),
             "sensors": "computed from link states (Genesis drops MJCF sensors)",
+            # This adapter reads no count of contacts or constraint rows Genesis may have dropped,
+            # so it cannot tell how many worlds were altered.
+            "altered_worlds": None,
         }
 

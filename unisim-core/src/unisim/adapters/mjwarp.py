@@ -281,6 +281,7 @@ class MjWarpBackend(SimBackend):
             "overflow_kinds": _overflow_kinds(overflow),
             "overflow_worlds_since_build": int((history != 0).sum().item()),
             "overflow_kinds_since_build": _overflow_kinds(history),
+            "altered_worlds": int((history != 0).sum().item()),  # the contract's name for the same
         }
 
     def _close(self) -> None:

@@ -183,11 +183,12 @@ class MujocoHostBackend(SimBackend):
             body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd],
             contacts=plan.views(self._contact_force, self._in_contact))
         self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0, "unstable_resets": 0}
+        self._restarted = np.zeros(num_envs, dtype=bool)  # worlds MuJoCo restarted at least once
         self._publish(np.arange(num_envs))  # contacts start cleared
 
     def diagnostics(self) -> dict[str, Any]:
         return {"nthread": self._nthread, "per_env_models": self._per_env_models,
-                **self._stats}
+                **self._stats, "altered_worlds": int(np.count_nonzero(self._restarted))}
 
     # ---- lifecycle --------------------------------------------------------------------
     def _step(self, ctrl: torch.Tensor, substeps: int) -> None:
@@ -209,7 +210,9 @@ class MujocoHostBackend(SimBackend):
         # qvel or qacc) to the model's initial state inside the rollout and steps on; only its
         # clock tells, reading less than the steps taken. Counted (world x env step), so a run
         # can tell that its physics restarted worlds under it.
-        self._stats["unstable_resets"] += int(np.count_nonzero(self._state[:, 0] < clock - 0.5 * dt))
+        restarted = self._state[:, 0] < clock - 0.5 * dt
+        self._stats["unstable_resets"] += int(np.count_nonzero(restarted))
+        self._restarted |= restarted
         self._publish(None, sensors[:, -1])
 
     def _set_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:

@@ -36,7 +36,11 @@ def test_declaration_is_valid_and_matches_views(backend):
     assert kinds <= caps.sensor_kinds, f"model sensors {kinds} beyond declared {caps.sensor_kinds}"
     if caps.data_plane is DataPlane.HOST_BRIDGE:
         assert not caps.has(Feature.GRAPH_CAPTURE)
-    assert "physics_steps" in backend.diagnostics()
+    diagnostics = backend.diagnostics()
+    assert "physics_steps" in diagnostics
+    # 1.4: an int, or None where the adapter cannot tell.
+    altered = diagnostics["altered_worlds"]
+    assert altered is None or (isinstance(altered, int) and 0 <= altered <= backend.num_envs), altered
 
 
 def test_widths_match_view_shapes(backend):
