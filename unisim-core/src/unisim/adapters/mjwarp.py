@@ -258,6 +258,7 @@ class MjWarpBackend(SimBackend):
         # The only place overflow and contact counts cross to the host.
         overflow = self._overflow
         history = overflow | self._overflow_history
+        overflowed_since_build = int((history != 0).sum().item())
         return {
             "backend_device": str(self.device),
             "step_mode": self._step_mode(),
@@ -279,9 +280,9 @@ class MjWarpBackend(SimBackend):
             # since the backend was built; each with the buffers that overflowed.
             "overflow_worlds": int((overflow != 0).sum().item()),
             "overflow_kinds": _overflow_kinds(overflow),
-            "overflow_worlds_since_build": int((history != 0).sum().item()),
+            "overflow_worlds_since_build": overflowed_since_build,
             "overflow_kinds_since_build": _overflow_kinds(history),
-            "altered_worlds": int((history != 0).sum().item()),  # the contract's name for the same
+            "altered_worlds": overflowed_since_build,  # the contract's name for the same worlds
         }
 
     def _close(self) -> None:
