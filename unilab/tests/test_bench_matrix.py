@@ -114,6 +114,11 @@ def test_case_absent_in_base_is_said_not_crashed_and_absent_in_head_blocks():
     assert verdict(side(), None)["verdict"] == compare.BLOCKED
 
 
+def test_a_base_that_ran_and_failed_blocks_instead_of_passing():
+    r = verdict({"status": "failed in round 0: env failed: exit 1, collector failed: exit 1", "samples": []}, side())
+    assert r["verdict"] == compare.BLOCKED and "nothing compared" in r["why"] and "exit 1" in r["why"]
+
+
 def _record(path: Path, cases: dict, base: dict | None = None) -> Path:
     per_case = {name: {"head": s} | ({"base": base[name]} if base and name in base else {})
                 for name, s in cases.items()}

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 PASS, ALLOWANCE, BLOCKED = "pass", "allowance used", "blocked"
+# A base that lacks the case (its task or runner) leaves nothing to compare, and that is no fault.
+ABSENT_IN_BASE = "case absent in base"
 EXIT = {PASS: 0, ALLOWANCE: 1, BLOCKED: 2}
 EXIT_ERROR = 3
 ORDER = {PASS: 0, ALLOWANCE: 1, BLOCKED: 2}
@@ -135,10 +137,14 @@ def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | 
     if head is None or head.get("status") != "ok":
         reason = "case absent in head" if head is None else f"head: {head.get('status')}"
         return {"case": name, "verdict": BLOCKED, "why": reason, "metrics": []}
-    if base is None or base.get("status") != "ok":
-        reason = "case absent in base" if base is None else f"base: {base.get('status')}"
+    if base is None or str(base.get("status", "")).startswith(ABSENT_IN_BASE):
+        reason = ABSENT_IN_BASE if base is None else str(base["status"])
         return {"case": name, "verdict": PASS, "why": f"{reason}; head recorded, nothing to compare",
                 "metrics": [], "absent_in_base": True}
+    if base.get("status") != "ok":
+        # The base ran and failed: the comparison asked for did not happen, which is no pass.
+        return {"case": name, "verdict": BLOCKED, "why": f"base: {base.get('status')}; nothing compared",
+                "metrics": []}
     smoke = bool(head.get("smoke"))
     allowance = allowance_for(task)
     metrics: list[dict[str, Any]] = []
