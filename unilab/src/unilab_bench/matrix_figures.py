@@ -27,7 +27,7 @@ def case_metrics(env: dict[str, Any] | None, collector: dict[str, Any] | None) -
         "collector_steps_per_s_with_learning_overlapped": _get(collector, "env_steps_per_s_with_learning_overlapped",
                                                                "median"),
         # Each collector mode over the env alone timed in the same process and rounds, stepped with
-        # zero actions and replaying the policy's own actions (the collector's physics workload).
+        # zero actions and replaying the policy's own actions open loop (its kind of physics workload).
         **{f"collector_of_env_alone{suffix}_{mode}": _get(collector, f"of_env_alone{suffix}", mode, "median")
            for suffix in ("", "_replaying_actions")
            for mode in ("no_learning", "with_learning", "with_learning_overlapped")},

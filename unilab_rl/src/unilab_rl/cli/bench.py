@@ -3,7 +3,7 @@
 ``unilab-bench collector``: collector env-steps/s without and with learning (and, on a CUDA
 device, with learning beside collection: ``overlap_learning``), each also as a fraction of the
 env alone timed in the same rounds: stepped with zero actions, and replaying the policy's own
-actions from the replay buffer (the same physics workload).
+actions from the replay buffer (open loop: the same actions, not the same trajectory).
 
 Method (docs/perf/README.md): same process, env and num_envs for both modes; warm up first
 (replay filled past one batch, kernels compiled, a few updates); then ``--samples``
@@ -102,9 +102,10 @@ def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
 def timed_env_alone_rate(runner: OffPolicyRunner, seconds: float, actions: str) -> float:
     """The env stepped and nothing else, on the collector's env in its process. ``actions``:
     "zero" (the env benchmark's zero policy) or "replayed": the actions the policy took, as the
-    replay buffer holds them, in order, so that the physics does the collector's own workload (a
-    robot that flails makes more contacts and falls, and its physics costs more than a standing
-    one's) without the policy, the replay or the learner."""
+    replay buffer holds them, in order, open loop from the states the env is in: the physics gets
+    the policy's kind of actions (a robot that flails makes more contacts and falls, and its
+    physics costs more than a standing one's) without the policy, the replay or the learner. Not
+    the collector's trajectory itself: the same actions from other states lead elsewhere."""
     spec = runner.spec
     if actions == "zero":
         sequence = [torch.zeros(spec.num_envs, spec.action_dim, device=spec.device)]
