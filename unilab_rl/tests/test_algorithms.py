@@ -149,3 +149,14 @@ def test_acting_draws_exactly_the_action_the_losses_sample():
     action, _ = squashed_sample(mean, log_std, noise, 2.0)
     assert torch.equal(squashed_action(mean, log_std, noise, 2.0), action)
     assert action.abs().max() <= 2.0
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_fractional_updates_per_step_carry_over_between_env_steps(algo):
+    runner = filled_runner(algo, steps=8, updates_per_step=2.5)
+    started = runner.updates
+    runner.learn()
+    runner.learn()
+    assert runner.updates - started == 5  # 2.5 + 2.5, whatever credit the run left over
+    assert runner.update_credit == pytest.approx(runner.update_credit % 1.0)
+    assert runner.agent.updates == runner.updates

@@ -106,3 +106,31 @@ def test_stored_actions_come_back_oldest_first_before_and_after_the_ring_wraps(s
         buffer.add(obs, torch.tensor([[float(t)]]), torch.zeros(1), obs, torch.tensor([False]), torch.tensor([False]))
     kept = list(range(max(0, steps - 4), steps))
     assert [a.item() for a in buffer.stored_actions()] == kept
+
+
+def test_sample_batches_part_one_draw_into_distinct_batches_each_consistent_with_its_rows():
+    buffer = ReplayBuffer(16, 32, {"policy": 1, "critic": 1}, 1, 1, GAMMA, torch.device("cpu"))
+    for t in range(20):
+        obs = {"policy": torch.full((16, 1), float(t)), "critic": torch.arange(16.0)[:, None]}
+        nxt = {"policy": torch.full((16, 1), t + 0.5), "critic": torch.arange(16.0)[:, None]}
+        buffer.add(obs, torch.full((16, 1), 10.0 * t), torch.full((16,), float(t)), nxt,
+                   torch.zeros(16, dtype=torch.bool), torch.zeros(16, dtype=torch.bool))
+    batches = buffer.sample_batches(48, 3, generator=torch.Generator().manual_seed(0))
+    whole = buffer.sample(144, generator=torch.Generator().manual_seed(0))
+    assert len(batches) == 3
+    for k, batch in enumerate(batches):
+        assert batch.reward.shape == (48,) and batch.obs["policy"].shape == (48, 1)
+        step = batch.obs["policy"][:, 0]
+        # every field of a row comes from the same stored step
+        assert torch.equal(batch.reward, step) and torch.equal(batch.action[:, 0], 10.0 * step)
+        assert torch.equal(batch.next_obs["policy"][:, 0], step + 0.5)
+        assert torch.equal(batch.reward, whole.reward[48 * k:48 * (k + 1)])
+    rows = [torch.stack([b.obs["policy"][:, 0], b.obs["critic"][:, 0]], 1) for b in batches]
+    assert not torch.equal(rows[0], rows[1]) and not torch.equal(rows[1], rows[2])
+
+
+def test_sample_batches_refuses_a_count_below_one_by_name():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0])
+    with pytest.raises(ValueError, match="count must be >= 1, got 0"):
+        buffer.sample_batches(4, 0)

@@ -18,6 +18,8 @@ observation of a time-out, which obs[t+1] (already post-reset) could not provide
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from unilab_rl.contract import Observation, ReplayBatch
@@ -104,6 +106,22 @@ class ReplayBuffer:
         """The stored steps' actions, oldest first (views, one ``(num_envs, action_dim)`` each)."""
         return [self.action[(self.write_index - self.size + k) % self.capacity] for k in range(self.size)]
 
+    def sample_batches(self, batch_size: int, count: int, generator: torch.Generator | None = None,
+                       exclude_next_write: bool = False) -> list[ReplayBatch]:
+        """``count`` batches of ``batch_size``, drawn as one ``sample`` and split.
+
+        Why: a draw is ~95 small ops whose GPU time barely grows with its size (on an H200 at
+        batch 8192 it took 0.22 ms of device time against ~1 ms for the update it feeds), so
+        drawing an env step's updates together costs the GPU one draw instead of one each.
+        Every row is drawn independently and uniformly either way, and the buffer does not
+        change between the updates of one env step, so the batches are distributed as
+        ``count`` separate draws are. Each batch is a view into the one draw."""
+        if count < 1:
+            raise ValueError(f"count must be >= 1, got {count}")
+        drawn = self.sample(batch_size * count, generator=generator, exclude_next_write=exclude_next_write)
+        return [ReplayBatch(**{f.name: _part(getattr(drawn, f.name), k, batch_size) for f in dataclasses.fields(drawn)})
+                for k in range(count)]
+
     def sample(self, batch_size: int, generator: torch.Generator | None = None,
                exclude_next_write: bool = False) -> ReplayBatch:
         """``exclude_next_write``: never read the slot the next ``add`` overwrites (the oldest,
@@ -147,3 +165,10 @@ class ReplayBuffer:
             discount=discount,
             next_obs={g: v[last, env].float() for g, v in self.next_obs.items()},
         )
+
+
+def _part(value: torch.Tensor | dict[str, torch.Tensor], k: int, size: int) -> torch.Tensor | dict[str, torch.Tensor]:
+    """Rows ``k*size .. (k+1)*size`` of a drawn field (a view; dict fields part by part)."""
+    if isinstance(value, dict):
+        return {group: tensor[k * size:(k + 1) * size] for group, tensor in value.items()}
+    return value[k * size:(k + 1) * size]

@@ -247,13 +247,17 @@ class OffPolicyRunner:
                 self._updates(exclude_next_write=True)
 
     def _updates(self, exclude_next_write: bool) -> None:
-        while self.update_credit >= 1.0:
-            batch = self.replay.sample(self.algo_config.batch_size, exclude_next_write=exclude_next_write)
+        count = int(self.update_credit)
+        if count == 0:
+            return
+        # One draw for the step's updates: a draw's GPU cost is its op count, not its size.
+        for batch in self.replay.sample_batches(self.algo_config.batch_size, count,
+                                                exclude_next_write=exclude_next_write):
             for key, value in self.agent.update(batch).items():
                 self.update_sums[key] = self.update_sums.get(key, 0.0) + value.float()
-            self.update_count += 1
-            self.updates += 1
-            self.update_credit -= 1.0
+        self.update_count += count
+        self.updates += count
+        self.update_credit -= count
 
     # ---- logging --------------------------------------------------------------------------
     def _flush(self, steps_per_s: float) -> dict[str, float]:
