@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import TINY
 from test_cli import TINY_TOKENS, fake_factory
 from unilab_rl.cli import bench as bench_cli
@@ -58,11 +59,11 @@ def test_bench_starts_from_the_gpu_walk_preset_and_still_learns_at_once(tmp_path
 def test_bench_learner_times_draws_and_updates_and_counts_their_ops(tmp_path, capsys):
     record_path = tmp_path / "learner.json"
     argv = ["learner", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--calls", "3",
-            "--samples", "2", "--json", str(record_path), *TINY_TOKENS, "batch_size=16"]
+            "--samples", "2", "--json", str(record_path), *TINY_TOKENS, "batch_size=16", "updates_per_step=4"]
     assert bench_cli.main(argv, factory=fake_factory) == 0
     record = json.loads(record_path.read_text())
-    assert record["benchmark"] == "learner" and record["batch_size"] == 16
-    for name in ("draw", "update", "draw_and_update"):
+    assert record["benchmark"] == "learner" and record["batch_size"] == 16 and record["updates_per_env_step"] == 4
+    for name in ("draw", "update", "draw_and_update", "step_of_updates"):
         times = record["ms_per_call"][name]
         assert times["issue"]["min"] > 0 and times["wall"]["min"] > 0
         assert len(record["raw"]["wall_ms"][name]) == 2
@@ -70,6 +71,9 @@ def test_bench_learner_times_draws_and_updates_and_counts_their_ops(tmp_path, ca
     update, draw = record["per_call_dispatch"]["eager_update"], record["per_call_dispatch"]["draw"]
     assert update["kernel_ops"] > draw["kernel_ops"] > 0
     assert draw["host_syncs"] == 0  # a draw never waits for the device
+    # one draw for an env step's 4 updates dispatches a quarter of the ops per update
+    together = record["per_call_dispatch"]["draw_per_update_in_one_step"]
+    assert together["kernel_ops"] == pytest.approx(draw["kernel_ops"] / 4, rel=0.05)
     assert update["device_ms"] is None and draw["device_events"] is None  # the profiler's part needs CUDA
     printed = capsys.readouterr().out
     assert "draw_and_update" in printed and "kernel ops" in printed

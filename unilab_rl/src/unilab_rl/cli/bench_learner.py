@@ -6,7 +6,9 @@ interleaved samples:
 - ``draw``: one replay draw of a batch, as the runner's learning phase issues it;
 - ``update``: one gradient update of the agent on a fixed batch (replayed from CUDA graphs
   where the learner uses them);
-- ``draw_and_update``: both, one after the other, as the learning phase runs them.
+- ``draw_and_update``: both, one after the other (a draw per update);
+- ``step_of_updates``: an env step's updates as the runner's learning phase runs them, one
+  draw for all of them (``ReplayBuffer.sample_batches``), then the updates; per update.
 "issue" is the host's time until the last call returned; "wall" adds the synchronize. Where
 they are close, the host's launching is the limit; where wall is longer, the device is.
 
@@ -47,30 +49,40 @@ def bench_learner(args: argparse.Namespace, runner: OffPolicyRunner, config: Off
     batch = replay.sample(batch_size)
     for _ in range(2 * EAGER_UPDATES):  # compiles, captures every update variant
         agent.update(batch)
+    per_step = updates_per_env_step(config)
+
+    def step_of_updates() -> None:
+        for drawn in replay.sample_batches(batch_size, per_step):
+            agent.update(drawn)
+
     calls: dict[str, Callable[[], object]] = {
         "draw": lambda: replay.sample(batch_size),
         "update": lambda: agent.update(batch),
         "draw_and_update": lambda: agent.update(replay.sample(batch_size)),
+        "step_of_updates": step_of_updates,
     }
+    updates_per_call = {name: per_step if name == "step_of_updates" else 1 for name in calls}
     issue: dict[str, list[float]] = {name: [] for name in calls}
     wall: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(args.samples):
         for name, call in calls.items():
             issued, finished = _streamed_ms(call, args.calls, device)
-            issue[name].append(issued)
-            wall[name].append(finished)
+            issue[name].append(issued / updates_per_call[name])
+            wall[name].append(finished / updates_per_call[name])
 
     eager = build_agent(args.algo, runner.spec, config.model_copy(update={"cuda_graph": False}), device)
     eager.load_state_dict(agent.state_dict())
     for _ in range(EAGER_UPDATES):  # compiles the eager learner's networks
         eager.update(batch)
     counted = {"eager_update": _counted(lambda: eager.update(batch), device),
-               "draw": _counted(lambda: replay.sample(batch_size), device)}
+               "draw": _counted(lambda: replay.sample(batch_size), device),
+               "draw_per_update_in_one_step": _counted(lambda: replay.sample_batches(batch_size, per_step), device,
+                                                       per_call=per_step)}
     return {
         "benchmark": "learner", "command": " ".join(sys.argv), "task": args.task, "backend": args.backend,
         "algo": args.algo, "num_envs": args.num_envs, "device": str(device), "batch_size": batch_size,
         "updates_from_cuda_graphs": uses_cuda_graphs(config.cuda_graph, device), "calls_per_sample": args.calls,
-        "samples": args.samples, "algo_config": config.model_dump(),
+        "samples": args.samples, "updates_per_env_step": per_step, "algo_config": config.model_dump(),
         "ms_per_call": {name: {"issue": summarize(issue[name]), "wall": summarize(wall[name])} for name in calls},
         "per_call_dispatch": counted, "eager_updates_counted": EAGER_UPDATES,
         "git_commit": git_commit(), "versions": {"torch": torch.__version__},
@@ -89,6 +101,12 @@ def print_learner_record(record: dict[str, Any]) -> None:
         print(line)
 
 
+def updates_per_env_step(config: OffPolicyConfig) -> int:
+    """The updates the runner draws together in one env step (at least one; a fractional
+    ``updates_per_step`` alternates between its floor and its ceiling)."""
+    return max(1, int(config.updates_per_step))
+
+
 def _streamed_ms(call: Callable[[], object], count: int, device: torch.device) -> tuple[float, float]:
     synchronize(device)
     start = time.perf_counter()
@@ -100,9 +118,10 @@ def _streamed_ms(call: Callable[[], object], count: int, device: torch.device) -
     return 1e3 * issued / count, 1e3 * finished / count
 
 
-def _counted(call: Callable[[], object], device: torch.device) -> dict[str, float | None]:
+def _counted(call: Callable[[], object], device: torch.device, per_call: int = 1) -> dict[str, float | None]:
     """Kernel-sized ops and host syncs per call, from what torch dispatches; on CUDA also the
-    device events the torch profiler saw and their device time.
+    device events the torch profiler saw and their device time. Divided by ``per_call`` for a
+    call that does the work of that many (a draw for several updates: per update).
 
     The profile runs first: torch.compile'd code that once runs under a dispatch mode (the
     probe is one) runs eagerly from then on, for the rest of the process (seen with torch
@@ -120,10 +139,10 @@ def _counted(call: Callable[[], object], device: torch.device) -> dict[str, floa
             synchronize(device)
         kernels = [e for e in profiled.events()
                    if e.device_type.name == "CUDA" and not e.is_user_annotation]
-        counts["device_events"] = len(kernels) / EAGER_UPDATES
-        counts["device_ms"] = sum(e.device_time for e in kernels) / 1e3 / EAGER_UPDATES
+        counts["device_events"] = len(kernels) / EAGER_UPDATES / per_call
+        counts["device_ms"] = sum(e.device_time for e in kernels) / 1e3 / EAGER_UPDATES / per_call
     with HostSyncProbe() as probe:
         for _ in range(EAGER_UPDATES):
             call()
-    return {"kernel_ops": probe.kernel_op_count / EAGER_UPDATES, "host_syncs": len(probe.syncs) / EAGER_UPDATES,
-            **counts}
+    calls = EAGER_UPDATES * per_call
+    return {"kernel_ops": probe.kernel_op_count / calls, "host_syncs": len(probe.syncs) / calls, **counts}
