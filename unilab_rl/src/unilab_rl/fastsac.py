@@ -102,8 +102,7 @@ class FastSAC:
                                                  fused=fused, capturable=capturable)
         self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=lr, weight_decay=decay,
                                                  fused=fused, capturable=capturable)
-        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, fused=fused,
-                                                      capturable=capturable)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
         self.mirrors = batch_mirrors(spec, config.symmetry_augmentation, "fastsac")
         self.update_graphs = sac_update_graphs(self, capturable)

@@ -116,8 +116,7 @@ class FlashSAC:
         capturable = uses_cuda_graphs(config.cuda_graph, device)  # optimizer steps a CUDA graph can replay
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=lr, fused=fused, capturable=capturable)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr, fused=fused, capturable=capturable)
-        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, fused=fused,
-                                                      capturable=capturable)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=lr, capturable=capturable)
         self.updates = 0
         self.mirrors = batch_mirrors(spec, config.symmetry_augmentation, "flashsac")
         self.update_graphs = sac_update_graphs(self, capturable)

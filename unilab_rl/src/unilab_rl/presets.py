@@ -160,8 +160,9 @@ PRESETS: dict[str, TrainingPreset] = {
         # share it passed 15 against 16 without, so its entry leaves that share out.
         task="g1_walk_flat", backend="mjwarp", algo="fastsac", num_envs=4096,
         # FastSAC: 90 s, after which it passed all 17 on seeds 0-3 with the off-axis weights
-        # (20.3-21.5M env steps). FlashSAC: 7 minutes, where both seeds learning beside collection
-        # passed.
+        # (20.3-21.5M env steps), and on seeds 4, 5 and 7 of 4-7 once an env step's replay draws
+        # were one (22.8-23.3M; seed 6: 15). FlashSAC: 7 minutes, where both seeds learning beside
+        # collection passed.
         minutes={"fastsac": 1.5, "flashsac": 7.0},
         overrides={
             "flashsac": _flashsac_g1(_WALK_ACTION_SCALE) + _LEARN_BESIDE_COLLECTION + _GRAPHED_ENV,
