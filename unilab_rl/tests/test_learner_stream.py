@@ -152,6 +152,9 @@ def test_a_learner_beside_collection_never_samples_the_slot_the_next_write_takes
     assert oldest not in excluded.tolist() and set(excluded.tolist()) == {3.0, 4.0, 5.0}
     plain = replay.sample(512, generator=generator).reward
     assert oldest in plain.tolist(), "without the exclusion the oldest slot is sampled"
+    # the runner draws an env step's batches together; the exclusion holds for every one of them
+    for batch in replay.sample_batches(256, 4, generator=generator, exclude_next_write=True):
+        assert set(batch.reward.tolist()) == {3.0, 4.0, 5.0}
 
 
 def test_the_exclusion_leaves_a_ring_that_is_not_full_unchanged():
