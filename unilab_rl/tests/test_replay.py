@@ -1,6 +1,6 @@
 import pytest
 import torch
-from unilab_rl.replay import ReplayBuffer
+from unilab_rl.replay import ReplayBuffer, map_batch
 
 GAMMA = 0.5
 
@@ -134,3 +134,18 @@ def test_sample_batches_refuses_a_count_below_one_by_name():
     add_steps(buffer, [1.0, 2.0])
     with pytest.raises(ValueError, match="count must be >= 1, got 0"):
         buffer.sample_batches(4, 0)
+
+
+def test_map_batch_applies_to_every_tensor_and_every_observation_group():
+    buffer = make_buffer()
+    add_steps(buffer, [1.0, 2.0, 4.0])
+    batch = buffer.sample(8)
+    cloned = map_batch(batch, torch.clone)  # what a CUDA graph's static inputs start from
+    for name in ("action", "reward", "discount"):
+        assert torch.equal(getattr(cloned, name), getattr(batch, name))
+        assert getattr(cloned, name).data_ptr() != getattr(batch, name).data_ptr()
+    for field in ("obs", "next_obs"):
+        assert set(getattr(cloned, field)) == {"policy", "critic"}
+        for group, tensor in getattr(cloned, field).items():
+            assert torch.equal(tensor, getattr(batch, field)[group])
+            assert tensor.data_ptr() != getattr(batch, field)[group].data_ptr()

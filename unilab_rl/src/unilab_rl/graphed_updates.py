@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable
 import torch
 
 from unilab_rl.contract import ReplayBatch
+from unilab_rl.replay import map_batch
 
 UpdateStep = Callable[[Hashable, ReplayBatch], dict[str, torch.Tensor]]
 
@@ -101,10 +102,7 @@ def _batch_tensors(batch: ReplayBatch) -> list[torch.Tensor]:
 
 
 def _cloned_batch(batch: ReplayBatch) -> ReplayBatch:
-    def clone(value):
-        return {k: v.clone() for k, v in value.items()} if isinstance(value, dict) else value.clone()
-
-    return ReplayBatch(**{f.name: clone(getattr(batch, f.name)) for f in dataclasses.fields(batch)})
+    return map_batch(batch, torch.clone)
 
 
 def keep_capturable(optimizer: torch.optim.Optimizer, capturable: bool) -> None:

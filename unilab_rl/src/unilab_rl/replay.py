@@ -19,6 +19,7 @@ observation of a time-out, which obs[t+1] (already post-reset) could not provide
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import torch
 
@@ -119,8 +120,7 @@ class ReplayBuffer:
         if count < 1:
             raise ValueError(f"count must be >= 1, got {count}")
         drawn = self.sample(batch_size * count, generator=generator, exclude_next_write=exclude_next_write)
-        return [ReplayBatch(**{f.name: _part(getattr(drawn, f.name), k, batch_size) for f in dataclasses.fields(drawn)})
-                for k in range(count)]
+        return [map_batch(drawn, lambda rows, k=k: rows[k * batch_size:(k + 1) * batch_size]) for k in range(count)]
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None,
                exclude_next_write: bool = False) -> ReplayBatch:
@@ -167,8 +167,9 @@ class ReplayBuffer:
         )
 
 
-def _part(value: torch.Tensor | dict[str, torch.Tensor], k: int, size: int) -> torch.Tensor | dict[str, torch.Tensor]:
-    """Rows ``k*size .. (k+1)*size`` of a drawn field (a view; dict fields part by part)."""
-    if isinstance(value, dict):
-        return {group: tensor[k * size:(k + 1) * size] for group, tensor in value.items()}
-    return value[k * size:(k + 1) * size]
+def map_batch(batch: ReplayBatch, fn: Callable[[torch.Tensor], torch.Tensor]) -> ReplayBatch:
+    """A batch of ``fn(tensor)`` for every tensor of ``batch``, observation groups one by one."""
+    def mapped(value: torch.Tensor | Observation) -> torch.Tensor | Observation:
+        return {group: fn(tensor) for group, tensor in value.items()} if isinstance(value, dict) else fn(value)
+
+    return ReplayBatch(**{f.name: mapped(getattr(batch, f.name)) for f in dataclasses.fields(batch)})
