@@ -89,27 +89,27 @@ class _CommandTerm:
 # ---- unfused terms ----------------------------------------------------------------
 
 class track_lin_vel(_CommandTerm):
-    """params: command_name, std, z_weight (vertical velocity's weight in the error)."""
+    """exp(-error / std^2) of the linear tracking kernel. params: command_name, std, z_weight
+    (vertical velocity's weight in the error)."""
+
+    error = staticmethod(lin_vel_error)
+    off_axis_param, off_axis_default = "z_weight", LIN_VEL_Z_WEIGHT
 
     def __init__(self, cfg, env) -> None:
         super().__init__(cfg, env)
         self.std2 = cfg.params["std"] ** 2
-        self.z_weight = cfg.params.get("z_weight", LIN_VEL_Z_WEIGHT)
+        self.off_axis_weight = cfg.params.get(self.off_axis_param, self.off_axis_default)
 
     def __call__(self, env) -> torch.Tensor:
-        return torch.exp(-lin_vel_error(env, self.command.command, self.z_weight) / self.std2)
+        return torch.exp(-self.error(env, self.command.command, self.off_axis_weight) / self.std2)
 
 
-class track_ang_vel(_CommandTerm):
-    """params: command_name, std, xy_weight (roll and pitch rates' weight in the error)."""
+class track_ang_vel(track_lin_vel):
+    """The same for the angular kernel. params: command_name, std, xy_weight (roll and pitch
+    rates' weight in the error)."""
 
-    def __init__(self, cfg, env) -> None:
-        super().__init__(cfg, env)
-        self.std2 = cfg.params["std"] ** 2
-        self.xy_weight = cfg.params.get("xy_weight", ANG_VEL_XY_WEIGHT)
-
-    def __call__(self, env) -> torch.Tensor:
-        return torch.exp(-ang_vel_error(env, self.command.command, self.xy_weight) / self.std2)
+    error = staticmethod(ang_vel_error)
+    off_axis_param, off_axis_default = "xy_weight", ANG_VEL_XY_WEIGHT
 
 
 class posture(_CommandTerm):
