@@ -75,6 +75,7 @@ def test_bench_learner_times_draws_and_updates_and_counts_their_ops(tmp_path, ca
     together = record["per_call_dispatch"]["draw_per_update_in_one_step"]
     assert together["kernel_ops"] == pytest.approx(draw["kernel_ops"] / 4, rel=0.05)
     assert update["device_ms"] is None and draw["device_events"] is None  # the profiler's part needs CUDA
+    assert update["heaviest_kernels"] is None
     printed = capsys.readouterr().out
     assert "draw_and_update" in printed and "kernel ops" in printed
 
@@ -89,3 +90,16 @@ def test_bench_learner_refuses_bad_counts_before_building_anything(tmp_path, cap
     assert bench_cli.main(argv, factory=no_factory) == 2
     assert "--calls must be >= 1, got 0" in capsys.readouterr().err
     assert not record_path.exists()
+
+
+def test_heaviest_kernels_ranks_names_by_their_summed_device_time_per_call():
+    from unilab_rl.cli.bench_learner import heaviest_kernels
+
+    # two calls: "gemm" launches twice per call at 30 us, "norm" four times at 10 us, "copy" once at 50 us
+    launches = [("gemm", 30.0)] * 4 + [("norm", 10.0)] * 8 + [("copy", 50.0)]
+    ranked = heaviest_kernels(launches, calls=2)
+    assert [k["name"] for k in ranked] == ["gemm", "norm", "copy"]
+    assert ranked[0] == {"name": "gemm", "events": 2.0, "device_ms": pytest.approx(0.060)}
+    assert ranked[1]["events"] == 4.0 and ranked[1]["device_ms"] == pytest.approx(0.040)
+    assert ranked[2]["device_ms"] == pytest.approx(0.025)
+    assert [k["name"] for k in heaviest_kernels(launches, calls=2, count=1)] == ["gemm"]

@@ -13,8 +13,9 @@ interleaved samples:
 they are close, the host's launching is the limit; where wall is longer, the device is.
 
 Then, per call of an eager update (a copy of the learner with ``cuda_graph=false``) and of a
-draw: on CUDA the device events the torch profiler saw (kernels, copies, memsets) and their
-device time, then the kernel-sized ops and host syncs torch dispatches (``unisim.host_sync``).
+draw: on CUDA the device events the torch profiler saw (kernels, copies, memsets), their
+device time and the kernels that took the most of it (``heaviest_kernels``, by name), then the
+kernel-sized ops and host syncs torch dispatches (``unisim.host_sync``).
 Compiled networks launch fused kernels, so for them the profiler's count is the one to read.
 On the host the optimizers read their step counts back each step, which the probe counts as
 host syncs; the CUDA learners keep them on the device.
@@ -25,7 +26,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -40,6 +42,7 @@ from unilab_rl.runner import OffPolicyRunner
 # Updates per eager count: a whole number of actor periods for every learner here (FastSAC 4,
 # FlashSAC 2), so the actor's share is what training runs.
 EAGER_UPDATES = 8
+HEAVIEST_KERNELS = 12  # the kernel names listed with their device time per call
 
 
 def bench_learner(args: argparse.Namespace, runner: OffPolicyRunner, config: OffPolicyConfig) -> dict[str, Any]:
@@ -99,6 +102,24 @@ def print_learner_record(record: dict[str, Any]) -> None:
         if counts["device_ms"] is not None:
             line += f"  profiled device events {counts['device_events']:7.1f}  device ms {counts['device_ms']:.3f}"
         print(line)
+    heaviest = record["per_call_dispatch"]["eager_update"]["heaviest_kernels"]
+    if heaviest:
+        print("eager_update's heaviest kernels (device ms per update, launches per update, name):")
+        for kernel in heaviest:
+            print(f"  {kernel['device_ms']:7.3f}  {kernel['events']:5.1f}  {kernel['name'][:100]}")
+
+
+def heaviest_kernels(kernels: Iterable[tuple[str, float]], calls: int,
+                     count: int = HEAVIEST_KERNELS) -> list[dict[str, Any]]:
+    """The ``count`` kernel names with the most device time in ``kernels`` ((name, device
+    microseconds) per launch), most first, with their launches and milliseconds per call."""
+    launches: Counter[str] = Counter()
+    device_us: Counter[str] = Counter()
+    for name, us in kernels:
+        launches[name] += 1
+        device_us[name] += us
+    return [{"name": name, "events": launches[name] / calls, "device_ms": us / 1e3 / calls}
+            for name, us in device_us.most_common(count)]
 
 
 def updates_per_env_step(config: OffPolicyConfig) -> int:
@@ -118,7 +139,7 @@ def _streamed_ms(call: Callable[[], object], count: int, device: torch.device) -
     return 1e3 * issued / count, 1e3 * finished / count
 
 
-def _counted(call: Callable[[], object], device: torch.device, per_call: int = 1) -> dict[str, float | None]:
+def _counted(call: Callable[[], object], device: torch.device, per_call: int = 1) -> dict[str, Any]:
     """Kernel-sized ops and host syncs per call, from what torch dispatches; on CUDA also the
     device events the torch profiler saw and their device time. Divided by ``per_call`` for a
     call that does the work of that many (a draw for several updates: per update).
@@ -128,7 +149,7 @@ def _counted(call: Callable[[], object], device: torch.device, per_call: int = 1
     2.13), so a profile taken after the probe would time an uncompiled learner."""
     from unisim.host_sync import HostSyncProbe
 
-    counts: dict[str, float | None] = {"device_events": None, "device_ms": None}
+    counts: dict[str, Any] = {"device_events": None, "device_ms": None, "heaviest_kernels": None}
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
 
@@ -141,6 +162,8 @@ def _counted(call: Callable[[], object], device: torch.device, per_call: int = 1
                    if e.device_type.name == "CUDA" and not e.is_user_annotation]
         counts["device_events"] = len(kernels) / EAGER_UPDATES / per_call
         counts["device_ms"] = sum(e.device_time for e in kernels) / 1e3 / EAGER_UPDATES / per_call
+        counts["heaviest_kernels"] = heaviest_kernels(((e.name, e.device_time) for e in kernels),
+                                                      EAGER_UPDATES * per_call)
     with HostSyncProbe() as probe:
         for _ in range(EAGER_UPDATES):
             call()
