@@ -1,8 +1,11 @@
-"""FastSAC's networks pad their GEMMs' sizes to multiples of 8 (fast bf16 kernels) without
-changing what they compute: same outputs and gradients as the plain unpadded layers."""
+"""FastSAC's and FlashSAC's networks pad their GEMMs' sizes to multiples of 8 (fast bf16 kernels)
+without changing what they compute: same outputs and gradients as the plain unpadded layers."""
 
+import pytest
 import torch
 from torch.overrides import TorchFunctionMode
+from unilab_rl.networks import flash
+from unilab_rl.networks.flash import FlashActor, FlashCriticEnsemble
 from unilab_rl.networks.mlp import GEMM_MULTIPLE, CategoricalCriticEnsemble, GaussianActor, layernorm_silu_mlp
 
 # The G1's awkward sizes in miniature: 13 + 6 = 19 inputs, 21 atoms, 2 x 5 = 10 actor outputs.
@@ -10,7 +13,7 @@ OBS, ACTION, WIDTH, ATOMS = 13, 6, 64, 21
 
 
 class GemmShapes(TorchFunctionMode):
-    """Records the operand shapes of every linear and baddbmm call."""
+    """Records the operand shapes of every linear, baddbmm and bmm call."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -21,6 +24,8 @@ class GemmShapes(TorchFunctionMode):
             self.shapes.append(("linear", tuple(args[0].shape), tuple(args[1].shape)))
         elif func is torch.baddbmm:
             self.shapes.append(("baddbmm", tuple(args[1].shape), tuple(args[2].shape)))
+        elif func is torch.bmm:
+            self.shapes.append(("bmm", tuple(args[0].shape), tuple(args[1].shape)))
         return func(*args, **(kwargs or {}))
 
 
@@ -82,3 +87,37 @@ def test_the_actor_pads_its_output_and_matches_its_plain_net():
     plain_mean.sum().backward()
     assert actor.net[-1].weight.grad.shape == (10, WIDTH // 4)
     torch.testing.assert_close(grad, actor.net[-1].weight.grad, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("network", ["critic", "actor"])
+def test_flashsac_networks_pad_every_gemm_and_compute_what_the_unpadded_layers_do(network, monkeypatch):
+    torch.manual_seed(3)
+    if network == "critic":
+        net = FlashCriticEnsemble(OBS, ACTION, 16, 1, 2, ATOMS)
+        inputs = (torch.randn(16, OBS), torch.randn(16, ACTION))
+    else:
+        net = FlashActor(OBS, 5, 16, 1)
+        inputs = (torch.randn(16, OBS),)
+
+    def run():
+        net.zero_grad()
+        out = net(*inputs)
+        outputs = out if isinstance(out, tuple) else (out,)
+        sum(o.sin().sum() for o in outputs).backward()
+        return [o.detach() for o in outputs], {name: p.grad.clone() for name, p in net.named_parameters()}
+
+    with GemmShapes() as mode:
+        padded, padded_grads = run()
+    assert_aligned(mode.shapes)
+    # The same network with the padding taken out: plain bmm on the stored sizes.
+    monkeypatch.setattr(flash, "zero_pad_to_gemm_multiple", lambda t, dim: t)
+    with GemmShapes() as mode:
+        plain, plain_grads = run()
+    with pytest.raises(AssertionError):
+        assert_aligned(mode.shapes)  # the sizes above really were awkward
+    for mine, theirs in zip(padded, plain, strict=True):
+        assert mine.shape == theirs.shape
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    for name, grad in plain_grads.items():
+        assert padded_grads[name].shape == grad.shape
+        torch.testing.assert_close(padded_grads[name], grad, rtol=1e-5, atol=1e-5, msg=name)

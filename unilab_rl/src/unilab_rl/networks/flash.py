@@ -18,6 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from unilab_rl.networks.mlp import zero_pad_to_gemm_multiple
+
 
 class UnitLinear(nn.Module):
     """Bias-free linear map per ensemble member, rows kept at unit L2 norm."""
@@ -30,7 +32,11 @@ class UnitLinear(nn.Module):
         self.project()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.bmm(x, self.weight.transpose(1, 2))
+        # Sizes zero-padded to GEMM multiples and cut back (see networks/mlp.py): the G1's
+        # critic input (137), 101 bins and 29 actions would otherwise take slow bf16 kernels.
+        weight = zero_pad_to_gemm_multiple(zero_pad_to_gemm_multiple(self.weight, 1), 2)
+        out = torch.bmm(zero_pad_to_gemm_multiple(x, -1), weight.transpose(1, 2))
+        return out[..., :self.weight.shape[1]]
 
     @torch.no_grad()
     def project(self) -> None:

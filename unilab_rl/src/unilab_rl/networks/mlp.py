@@ -13,7 +13,7 @@ from torch import nn
 GEMM_MULTIPLE = 8
 
 
-def _zero_pad(t: torch.Tensor, dim: int) -> torch.Tensor:
+def zero_pad_to_gemm_multiple(t: torch.Tensor, dim: int) -> torch.Tensor:
     """``t`` with zeros appended along ``dim`` up to a multiple of GEMM_MULTIPLE."""
     pad = -t.shape[dim] % GEMM_MULTIPLE
     if not pad:
@@ -53,7 +53,7 @@ class GaussianActor(nn.Module):
         *hidden, final = self.net
         for layer in hidden:
             obs = layer(obs)
-        out = nn.functional.linear(obs, _zero_pad(final.weight, 0), _zero_pad(final.bias, 0))
+        out = nn.functional.linear(obs, zero_pad_to_gemm_multiple(final.weight, 0), zero_pad_to_gemm_multiple(final.bias, 0))
         # Sampling and log-probabilities need float32; the net may run in bf16 under autocast.
         mean, raw_log_std = out[..., :final.out_features].float().split(self.action_dim, dim=-1)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(raw_log_std) + 1.0)
@@ -86,10 +86,10 @@ class CategoricalCriticEnsemble(nn.Module):
         self.norm_eps = norms[0][0].eps
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        x = _zero_pad(torch.cat([obs, action], dim=-1), -1)
+        x = zero_pad_to_gemm_multiple(torch.cat([obs, action], dim=-1), -1)
         ensemble = self.weights[0].shape[0]
         # The first layer's input is shared: one matmul against all members' rows, (B, E, out).
-        first = _zero_pad(self.weights[0], -1).flatten(0, 1)
+        first = zero_pad_to_gemm_multiple(self.weights[0], -1).flatten(0, 1)
         x = nn.functional.linear(x, first, self.biases[0].flatten())
         x = self._norm_silu(x.unflatten(-1, (ensemble, -1)), 0).transpose(0, 1)  # (E, B, out)
         last = len(self.weights) - 1
@@ -97,7 +97,7 @@ class CategoricalCriticEnsemble(nn.Module):
             x = torch.baddbmm(self.biases[i].unsqueeze(1), x, self.weights[i].transpose(1, 2))
             x = self._norm_silu(x, i, member_axis=0)
         atoms = self.weights[last].shape[1]
-        weight, bias = _zero_pad(self.weights[last], 1), _zero_pad(self.biases[last], 1)
+        weight, bias = zero_pad_to_gemm_multiple(self.weights[last], 1), zero_pad_to_gemm_multiple(self.biases[last], 1)
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))[..., :atoms]
 
     def _norm_silu(self, x: torch.Tensor, i: int, member_axis: int = 1) -> torch.Tensor:
