@@ -105,7 +105,7 @@ def test_a_preset_gives_each_algorithm_its_own_budget_and_the_command_line_wins(
         train_args.apply_preset(args)
         return args.minutes, args.steps
 
-    assert minutes() == (1.5, None) and minutes("--algo", "flashsac") == (7.0, None)
+    assert minutes() == (1.5, None) and minutes("--algo", "flashsac") == (3.0, None)
     assert minutes("--minutes", "2") == (2.0, None) and minutes("--steps", "1000") == (None, 1000)
 
 

@@ -38,12 +38,12 @@ class TrainingPreset(BaseModel):
         return self.minutes[algo]
 
 
-# FlashSAC for fast G1 walking at 4096 envs. The paper's benchmark used 1024 envs, batch 2048
-# and 2 updates per env step (each transition sampled ~4 times); at 4096 envs a batch of 8192
-# with 2 updates keeps that reuse ratio with 4x larger, better-conditioned BatchNorm batches.
+# FlashSAC for the G1 at 4096 envs. The paper's benchmark used 1024 envs, batch 2048 and 2
+# updates per env step (each transition sampled ~4 times); at 4096 envs a batch of 8192 with 2
+# updates keeps that reuse ratio with 4x larger, better-conditioned BatchNorm batches. Walking
+# takes more updates and a faster target (_FLASHSAC_WALK_PACE); tracking keeps these.
 _FLASHSAC_G1 = (
     "batch_size=8192",
-    "updates_per_step=2",
     "learning_rate=3e-4",
     "n_step=3",
     "learning_starts=131072",       # 32 vectorized steps before the first update
@@ -94,10 +94,19 @@ _WALK_OFF_AXIS_WEIGHTS = ("rewards.velocity.params.lin_vel_z_weight=2.0",
 _FLASHSAC_STD_AT_SCALE_1 = 0.25
 
 
-def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
-    """FlashSAC's G1 entry at an action range: FastSAC's horizon, the entropy target of std 0.25 at scale 1."""
-    return _FLASHSAC_G1 + ("gamma=0.97", f"target_std={_FLASHSAC_STD_AT_SCALE_1 / action_scale}",
-                           f"action_scale={action_scale}")
+def _flashsac_g1(action_scale: float, pace: tuple[str, ...]) -> tuple[str, ...]:
+    """FlashSAC's G1 entry at an action range and pace: FastSAC's horizon, the entropy target of std 0.25 at scale 1."""
+    return _FLASHSAC_G1 + pace + ("gamma=0.97", f"target_std={_FLASHSAC_STD_AT_SCALE_1 / action_scale}",
+                                  f"action_scale={action_scale}")
+
+
+_FLASHSAC_PACE = ("updates_per_step=2",)
+# Walking in 3 minutes: 4 updates per env step and a faster target update (FastSAC's is 0.125,
+# FlashSAC's own 0.01). On an H200, with compiled losses and learning beside collection, 3-minute
+# runs with both passed all 17 sweep commands on 5 of seeds 0-5 (seed 0: 15; ~37.5M env steps,
+# ~36.5k updates each). With 4 updates and the default target they passed 15-17 in six runs (one
+# all 17), with 2 updates 14-16 in five; with 2 updates the entry needed 7 minutes.
+_FLASHSAC_WALK_PACE = ("updates_per_step=4", "target_tau=0.05")
 
 
 # A learner's updates beside collection (overlap_learning): the policy is one update stale, the
@@ -105,9 +114,6 @@ def _flashsac_g1(action_scale: float) -> tuple[str, ...]:
 # FlashSAC walking with it passed 16 of 17 sweep commands at 3 minutes on two seeds (7 of 17
 # without) and 14 in two more runs of those seeds, which passed all 17 at 7 minutes (111-112M env
 # steps), when its entry without it first passed. Its tracking entries have not been run with it.
-# With 4 updates per env step (and compiled losses) FlashSAC walking passed 15-17 of 17 at 3
-# minutes in six runs (one all 17), against 14-16 in five with 2; 4 has not been run for the
-# entry's 7 minutes, so the entry keeps 2.
 _LEARN_BESIDE_COLLECTION = ("overlap_learning=true",)
 
 # FastSAC keeps its own defaults (batch 8192, 8 updates per env step); compiled networks; its
@@ -154,7 +160,7 @@ _TRACK_GOALS = ("collector/episode_failure_fraction<0.05", "env/metrics/motion/e
 
 PRESETS: dict[str, TrainingPreset] = {
     "gpu_walk": TrainingPreset(
-        description="G1 walking on one GPU: MuJoCo Warp, 4096 envs, 90 seconds (FastSAC) or 7 minutes (FlashSAC)",
+        description="G1 walking on one GPU: MuJoCo Warp, 4096 envs, 90 seconds (FastSAC) or 3 minutes (FlashSAC)",
         # FastSAC by default: on one H200 its seed 0 passed all 17 commands of the velocity sweep
         # after 210 s of training, and at 5, 7 and 9 minutes in a run that shared the GPU with a
         # second one; seeds 1 and 2 reached 17 and 16 at 15M env steps, then 16 and 15 (a
@@ -167,11 +173,11 @@ PRESETS: dict[str, TrainingPreset] = {
         task="g1_walk_flat", backend="mjwarp", algo="fastsac", num_envs=4096,
         # FastSAC: 90 s, after which it passed all 17 on seeds 0-3 with the off-axis weights
         # (20.3-21.5M env steps), and on seeds 4, 5 and 7 of 4-7 once an env step's replay draws
-        # were one (22.8-23.3M; seed 6: 15). FlashSAC: 7 minutes, where both seeds learning beside
-        # collection passed.
-        minutes={"fastsac": 1.5, "flashsac": 7.0},
+        # were one (22.8-23.3M; seed 6: 15). FlashSAC: 3 minutes at its walking pace, after which
+        # it passed all 17 on 5 of seeds 0-5 (_FLASHSAC_WALK_PACE).
+        minutes={"fastsac": 1.5, "flashsac": 3.0},
         overrides={
-            "flashsac": _flashsac_g1(_WALK_ACTION_SCALE) + _LEARN_BESIDE_COLLECTION + _GRAPHED_ENV,
+            "flashsac": _flashsac_g1(_WALK_ACTION_SCALE, _FLASHSAC_WALK_PACE) + _LEARN_BESIDE_COLLECTION + _GRAPHED_ENV,
             "fastsac": (_FASTSAC_G1 + _WALK_ACTION_RANGE + _WALK_SINGLE_AXIS_COMMANDS + _WALK_OFF_AXIS_WEIGHTS
                         + _GRAPHED_ENV),
         },
@@ -189,7 +195,7 @@ PRESETS: dict[str, TrainingPreset] = {
         # (100%, 34.3 mm; one seed, judged by its latest actor).
         task="g1_motion_tracking", backend="mjwarp", algo="fastsac", num_envs=4096,
         minutes={"fastsac": 2.0, "flashsac": 9.0},
-        overrides={"flashsac": _flashsac_g1(_TRACK_ACTION_SCALE),
+        overrides={"flashsac": _flashsac_g1(_TRACK_ACTION_SCALE, _FLASHSAC_PACE),
                    "fastsac": _FASTSAC_G1 + _TRACK_ACTION_RANGE + _AVERAGED_POLICY},
         goals=_TRACK_GOALS,
     ),
@@ -201,7 +207,7 @@ PRESETS: dict[str, TrainingPreset] = {
         # (118 mm). One seed each.
         task="g1_motion_tracking_walk_run", backend="mjwarp", algo="fastsac", num_envs=4096,
         minutes={"fastsac": 9.0, "flashsac": 9.0},
-        overrides={"flashsac": _flashsac_g1(_TRACK_WALK_RUN_ACTION_SCALE),
+        overrides={"flashsac": _flashsac_g1(_TRACK_WALK_RUN_ACTION_SCALE, _FLASHSAC_PACE),
                    "fastsac": _FASTSAC_G1 + _TRACK_WALK_RUN_ACTION_RANGE},
         goals=_TRACK_GOALS,
     ),
