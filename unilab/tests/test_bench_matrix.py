@@ -155,6 +155,21 @@ def test_default_selection_and_filter():
         matrix.select_cases("nope", "cpu")
 
 
+def test_each_gpu_case_learns_as_its_tasks_preset_trains_and_the_cpu_profile_with_the_small_learner():
+    settings = matrix.Settings("cuda", 4096, 3, 5, 1, 0.1, 1, 10.0)
+    cases = {c.name: c for c in matrix.CASES}
+
+    def preset(name: str) -> str:
+        command = matrix.collector_command(cases[name], settings, Path("c.json"))
+        return command[command.index("--preset") + 1]
+
+    assert preset("flashsac/g1_motion_tracking/mjwarp") == "gpu_track"
+    assert preset("flashsac/g1_walk_flat/mjwarp") == "gpu_walk" and preset("fastsac/g1_walk_flat/mjwarp") == "gpu_walk"
+    on_host = matrix.collector_command(cases[TRACK], settings, Path("c.json"))  # the CPU profile, whatever --device
+    assert "--preset" not in on_host and on_host[on_host.index("--device") + 1] == "cpu"
+    assert on_host[-len(matrix.CPU_LEARNER):] == list(matrix.CPU_LEARNER)
+
+
 def test_case_metrics_reads_the_runners_records_by_name():
     env = {"env_steps_per_s": {"env_zero": {"median": 900.0}, "raw": {"median": 1200.0}},
            "ratio_to_raw_median": {"env_zero": 0.75}, "paired_ratio_to_raw": {"env_zero": {"median": 0.7}},

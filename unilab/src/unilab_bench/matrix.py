@@ -45,7 +45,6 @@ from unilab_bench.matrix_units import prepare_units, reuse_or_run
 # Learner sizes for the CPU profile: the GPU presets' networks take seconds per update on a core.
 CPU_LEARNER = ("batch_size=128", "updates_per_step=1", "actor_width=64", "critic_width=64",
                "replay_capacity_per_env=64")
-GPU_LEARNER = ("--preset", "gpu_walk", "replay_capacity_per_env=64")
 
 
 @dataclass(frozen=True)
@@ -68,6 +67,20 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
+
+
+# On a GPU each case learns as its task's training preset trains the algorithm (the learner
+# settings only; a small replay buffer): the figures are what that training sees.
+GPU_PRESET_BY_TASK = {"g1_motion_tracking": "gpu_track"}
+DEFAULT_GPU_PRESET = "gpu_walk"
+GPU_REPLAY = ("replay_capacity_per_env=64",)
+
+
+def learner_options(case: Case, device: str) -> tuple[str, ...]:
+    """The collector's learner settings for a case on a device."""
+    if device.startswith("cpu"):
+        return CPU_LEARNER
+    return ("--preset", GPU_PRESET_BY_TASK.get(case.task, DEFAULT_GPU_PRESET), *GPU_REPLAY)
 
 
 def select_cases(patterns: str | None, device: str) -> list[Case]:
@@ -119,7 +132,7 @@ def env_command(case: Case, s: Settings, out: Path, reference: bool = False,
 
 def collector_command(case: Case, s: Settings, out: Path) -> list[str]:
     device, _, seconds = s.for_case(case)
-    learner = CPU_LEARNER if device.startswith("cpu") else GPU_LEARNER
+    learner = learner_options(case, device)
     return [sys.executable, "-m", "unilab_rl.cli.bench", "collector", "--task", case.task, "--backend", case.backend,
             "--algo", case.algo, "--num-envs", str(s.num_envs), "--device", device, "--seconds", str(seconds),
             "--samples", str(s.collector_samples), "--json", str(out), *learner]
