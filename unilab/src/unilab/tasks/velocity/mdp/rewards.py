@@ -10,6 +10,7 @@ and gait terms the ``FeetContact`` sensor they read (``sensor_name``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import torch
 from unisim import Feature
@@ -88,12 +89,13 @@ class _CommandTerm:
 
 # ---- unfused terms ----------------------------------------------------------------
 
-class track_lin_vel(_CommandTerm):
-    """exp(-error / std^2) of the linear tracking kernel. params: command_name, std, z_weight
-    (vertical velocity's weight in the error)."""
+class _TrackingKernel(_CommandTerm):
+    """exp(-error / std^2) of a tracking error with an off-axis weight (a subclass names the
+    error, its weight's param and default). params: command_name, std, the weight's param."""
 
-    error = staticmethod(lin_vel_error)
-    off_axis_param, off_axis_default = "z_weight", LIN_VEL_Z_WEIGHT
+    error: Callable[..., torch.Tensor]
+    off_axis_param: str
+    off_axis_default: float
 
     def __init__(self, cfg, env) -> None:
         super().__init__(cfg, env)
@@ -104,9 +106,15 @@ class track_lin_vel(_CommandTerm):
         return torch.exp(-self.error(env, self.command.command, self.off_axis_weight) / self.std2)
 
 
-class track_ang_vel(track_lin_vel):
-    """The same for the angular kernel. params: command_name, std, xy_weight (roll and pitch
-    rates' weight in the error)."""
+class track_lin_vel(_TrackingKernel):
+    """The linear kernel; z_weight: vertical velocity's weight in the error."""
+
+    error = staticmethod(lin_vel_error)
+    off_axis_param, off_axis_default = "z_weight", LIN_VEL_Z_WEIGHT
+
+
+class track_ang_vel(_TrackingKernel):
+    """The angular kernel; xy_weight: roll and pitch rates' weight in the error."""
 
     error = staticmethod(ang_vel_error)
     off_axis_param, off_axis_default = "xy_weight", ANG_VEL_XY_WEIGHT
