@@ -55,3 +55,31 @@ def test_a_stop_check_period_below_one_is_refused():
 
     with pytest.raises(ValueError, match="every must be >= 1"):
         distributed.stop_consensus(torch.device("cpu"), every=0)
+
+
+def teardown_worker(rank: int, port: int, out: str, results: str) -> None:
+    import os
+    import sys
+
+    from helpers import set_rank_environment, tiny_agent
+
+    from unilab_rl import distributed
+
+    set_rank_environment(rank, 2, port)
+    dynamo_before_start = "torch._dynamo" in sys.modules
+    distributed.start(distributed.rank_from_environment(), torch.device("cpu"))
+    tiny_agent("flashsac")  # what a rank builds after joining the group (its optimizers import dynamo)
+    distributed.finish_together()
+    distributed.stop()
+    threads = sorted(open(f"/proc/self/task/{task}/comm").read().strip() for task in os.listdir("/proc/self/task"))
+    torch.save({"dynamo_before_start": dynamo_before_start, "dynamo_after": "torch._dynamo" in sys.modules,
+                "threads": threads}, f"{results}/rank{rank}.pt")
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed not built")
+def test_stopping_frees_the_process_group_so_no_gloo_thread_runs_into_interpreter_exit(tmp_path):
+    first, second = run_two_ranks(teardown_worker, tmp_path / "unused", tmp_path)
+    for record in (first, second):
+        # Meaningful only where the learner's imports come after the group, as in unilab-train.
+        assert not record["dynamo_before_start"] and record["dynamo_after"]
+        assert not [name for name in record["threads"] if "gloo" in name], record["threads"]

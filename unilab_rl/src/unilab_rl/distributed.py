@@ -44,6 +44,13 @@ def rank_from_environment() -> RankInfo | None:
 
 
 def start(rank: RankInfo, device: torch.device) -> None:
+    # Some torch.distributed modules take ``group.WORLD`` as a default argument when they are
+    # imported; torch.compile (dynamo) imports them. Imported after the group exists, they
+    # keep it alive past destroy_process_group, so its gloo threads run on into interpreter
+    # exit (where a rank could abort: "terminate called without an active exception" on a
+    # loaded CI box). Imported first, they take None and ``stop`` frees the group.
+    import torch._dynamo  # noqa: F401
+
     backend = "nccl" if device.type == "cuda" else "gloo"
     if device.type == "cuda":
         torch.cuda.set_device(device)

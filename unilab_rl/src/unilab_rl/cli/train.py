@@ -38,6 +38,7 @@ by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distribu
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import random
 import sys
@@ -327,5 +328,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
 
 
 if __name__ == "__main__":
+    # How torchrun starts each rank. A rank that dies in native code (a signal such as
+    # SIGABRT or SIGSEGV) prints its Python threads' stacks before torchrun's report.
+    faulthandler.enable()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(main())
