@@ -1,5 +1,6 @@
 """Data-parallel training on the real g1_walk_flat env (mujoco backend), 2 CPU ranks over gloo."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -117,3 +118,17 @@ def _processes_mentioning(text: str) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+def test_a_rank_dying_in_native_code_prints_its_python_stack_before_torchruns_report(tmp_path):
+    from unilab_rl.cli.launch import _child_pids
+
+    out = tmp_path / "run"
+    process = _launch_until_logging(out)
+    (torchrun,) = _child_pids(process.pid)
+    ranks = _child_pids(torchrun)
+    assert len(ranks) == 2
+    os.kill(max(ranks), signal.SIGABRT)  # what a C++ std::terminate in the rank raises
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode not in (0, 130, 143), stdout[-2000:] + stderr[-3000:]
+    assert "Fatal Python error: Aborted" in stderr and "most recent call first" in stderr, stderr[-3000:]
