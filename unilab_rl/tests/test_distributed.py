@@ -70,10 +70,14 @@ def teardown_worker(rank: int, port: int, out: str, results: str) -> None:
     distributed.start(distributed.rank_from_environment(), torch.device("cpu"))
     tiny_agent("flashsac")  # what a rank builds after joining the group (its optimizers import dynamo)
     distributed.finish_together()
+
+    def threads() -> list[str]:
+        return sorted(open(f"/proc/self/task/{task}/comm").read().strip() for task in os.listdir("/proc/self/task"))
+
+    before = threads()
     distributed.stop()
-    threads = sorted(open(f"/proc/self/task/{task}/comm").read().strip() for task in os.listdir("/proc/self/task"))
     torch.save({"dynamo_before_start": dynamo_before_start, "dynamo_after": "torch._dynamo" in sys.modules,
-                "threads": threads}, f"{results}/rank{rank}.pt")
+                "threads_before_stop": before, "threads_after_stop": threads()}, f"{results}/rank{rank}.pt")
 
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed not built")
@@ -82,4 +86,6 @@ def test_stopping_frees_the_process_group_so_no_gloo_thread_runs_into_interprete
     for record in (first, second):
         # Meaningful only where the learner's imports come after the group, as in unilab-train.
         assert not record["dynamo_before_start"] and record["dynamo_after"]
-        assert not [name for name in record["threads"] if "gloo" in name], record["threads"]
+        # The group's threads are named after gloo: seen before the stop, gone after it.
+        assert [name for name in record["threads_before_stop"] if "gloo" in name], record["threads_before_stop"]
+        assert not [name for name in record["threads_after_stop"] if "gloo" in name], record["threads_after_stop"]
