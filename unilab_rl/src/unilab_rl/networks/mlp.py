@@ -53,7 +53,8 @@ class GaussianActor(nn.Module):
         *hidden, final = self.net
         for layer in hidden:
             obs = layer(obs)
-        out = nn.functional.linear(obs, zero_pad_to_gemm_multiple(final.weight, 0), zero_pad_to_gemm_multiple(final.bias, 0))
+        weight, bias = zero_pad_to_gemm_multiple(final.weight, 0), zero_pad_to_gemm_multiple(final.bias, 0)
+        out = nn.functional.linear(obs, weight, bias)
         # Sampling and log-probabilities need float32; the net may run in bf16 under autocast.
         mean, raw_log_std = out[..., :final.out_features].float().split(self.action_dim, dim=-1)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (torch.tanh(raw_log_std) + 1.0)
@@ -97,7 +98,8 @@ class CategoricalCriticEnsemble(nn.Module):
             x = torch.baddbmm(self.biases[i].unsqueeze(1), x, self.weights[i].transpose(1, 2))
             x = self._norm_silu(x, i, member_axis=0)
         atoms = self.weights[last].shape[1]
-        weight, bias = zero_pad_to_gemm_multiple(self.weights[last], 1), zero_pad_to_gemm_multiple(self.biases[last], 1)
+        weight = zero_pad_to_gemm_multiple(self.weights[last], 1)
+        bias = zero_pad_to_gemm_multiple(self.biases[last], 1)
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))[..., :atoms]
 
     def _norm_silu(self, x: torch.Tensor, i: int, member_axis: int = 1) -> torch.Tensor:
