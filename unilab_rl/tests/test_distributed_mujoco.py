@@ -121,12 +121,12 @@ def _processes_mentioning(text: str) -> list[int]:
 
 
 def test_a_rank_dying_in_native_code_prints_its_python_stack_before_torchruns_report(tmp_path):
-    from unilab_rl.cli.launch import _child_pids
+    from unilab_rl.cli.launch import child_pids
 
     out = tmp_path / "run"
     process = _launch_until_logging(out)
-    (torchrun,) = _child_pids(process.pid)
-    ranks = _child_pids(torchrun)
+    (torchrun,) = child_pids(process.pid)
+    ranks = child_pids(torchrun)
     assert len(ranks) == 2
     os.kill(max(ranks), signal.SIGABRT)  # what a C++ std::terminate in the rank raises
     stdout, stderr = process.communicate(timeout=120)

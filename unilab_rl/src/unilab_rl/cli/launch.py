@@ -32,7 +32,7 @@ def launch_torchrun(nproc: int, argv: list[str]) -> int:
 
     def pass_to_ranks(signum: int, _frame: Any) -> None:
         received.append(signum)
-        for pid in _child_pids(process.pid):
+        for pid in child_pids(process.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
 
@@ -45,7 +45,7 @@ def launch_torchrun(nproc: int, argv: list[str]) -> int:
     return 128 + received[0] if received and code == 0 else code
 
 
-def _child_pids(pid: int) -> list[int]:
+def child_pids(pid: int) -> list[int]:
     """Direct children of ``pid`` (Linux /proc): torchrun's rank processes."""
     pids = []
     for children in Path(f"/proc/{pid}/task").glob("*/children"):
