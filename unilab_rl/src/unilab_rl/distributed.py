@@ -45,7 +45,8 @@ def rank_from_environment() -> RankInfo | None:
 
 def start(rank: RankInfo, device: torch.device) -> None:
     # Some torch.distributed modules take ``group.WORLD`` as a default argument when they are
-    # imported; torch.compile (dynamo) imports them. Imported after the group exists, they
+    # imported; dynamo imports them, and building any torch.optim optimizer imports dynamo
+    # (a learner does, even uncompiled). Imported after the group exists, they
     # keep it alive past destroy_process_group, so its gloo threads run on into interpreter
     # exit (where a rank could abort: "terminate called without an active exception" on a
     # loaded CI box). Imported first, they take None and ``stop`` frees the group.
