@@ -48,8 +48,8 @@ def start(rank: RankInfo, device: torch.device) -> None:
     # imported; dynamo imports them, and building any torch.optim optimizer imports dynamo
     # (a learner does, even uncompiled). Imported after the group exists, they
     # keep it alive past destroy_process_group, so its gloo threads run on into interpreter
-    # exit (where a rank could abort: "terminate called without an active exception" on a
-    # loaded CI box). Imported first, they take None and ``stop`` frees the group.
+    # exit (a CI run saw a rank abort at its end with them alive: "terminate called without
+    # an active exception"). Imported first, they take None and ``stop`` frees the group.
     import torch._dynamo  # noqa: F401
 
     backend = "nccl" if device.type == "cuda" else "gloo"
