@@ -120,6 +120,16 @@ def test_unknown_task_lists_the_valid_ones(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_unknown_backend_is_refused_before_any_env_is_built(tmp_path, capsys):
+    # unilab's real factory: the active backends come from the workspace, and a bad name fails
+    # in the plan, naming the flag, where the factory would only say so once it built.
+    assert train_cli.main(["--backend", "mujocco", "--out", str(tmp_path / "run")]) == train_cli.EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    assert "--backend: unknown backend 'mujocco'; valid: mujoco, mjwarp" in captured.err
+    assert "building" not in captured.out
+    assert not (tmp_path / "run").exists()
+
+
 def test_out_that_is_not_writable_is_refused(tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("")

@@ -184,12 +184,12 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
     return agent, runner
 
 
-def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str]) -> int:
+def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backends: list[str] | None = None) -> int:
     imports_s = seconds_since_process_start()  # the interpreter and imports before this command's clock
     started = time.perf_counter()
     rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
     is_main = rank is None or rank.is_main
-    plan = prepare(args, tasks, check_out=is_main)
+    plan = prepare(args, tasks, check_out=is_main, backends=backends)
     seed = args.seed + (0 if rank is None else rank.rank)  # each rank explores differently
     device = args.device
     if rank is not None and device is None and torch.cuda.is_available():
@@ -316,9 +316,9 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
         if args.nproc > 1:
             if distributed.rank_from_environment() is not None:
                 raise UsageError("--nproc is for the launching command; this process is already a torchrun rank")
-            prepare(args, tasks)  # bad input fails here, once, before any rank starts
+            prepare(args, tasks, backends=backends)  # bad input fails here, once, before any rank starts
             return launch_torchrun(args.nproc, without_nproc(argv))
-        return train(args, factory, tasks)
+        return train(args, factory, tasks, backends)
     except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError) as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -29,10 +29,11 @@ SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their ind
 FROM_CHECKPOINT = ("task", "backend", "algo", "seed")
 
 
-def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) -> dict[str, Any]:
+def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
+            backends: list[str] | None = None) -> dict[str, Any]:
     """Fill unset values (checkpoint, run record, preset, defaults), then validate everything
     that can be validated without building the env; reads only (nothing is created, --out
-    included)."""
+    included). ``backends``, when known, are the simulator backends ``--backend`` may name."""
     record = None
     if args.config is not None:
         if args.preset is not None:
@@ -64,6 +65,8 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True) 
         raise UsageError(f"--overwrite would delete {args.resume}, the checkpoint --resume continues from")
     if args.task not in tasks:
         raise UsageError(f"unknown task {args.task!r}; valid: {', '.join(tasks)}")
+    if backends is not None and args.backend not in backends:
+        raise UsageError(f"--backend: unknown backend {args.backend!r}; valid: {', '.join(backends)}")
     try:
         goals = [Goal.parse(text) for text in args.goal]
     except GoalError as error:
