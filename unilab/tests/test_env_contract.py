@@ -140,7 +140,10 @@ def test_a_friction_range_below_the_backends_declared_minimum_fails_at_construct
         make_env(task=negative, backend="mujoco")
 
 
-def test_unknown_backend_is_refused_listing_the_active_ones():
-    with pytest.raises(ValueError, match=r"unknown backend 'bullet'.*mujoco"):
+def test_unknown_backend_is_refused_naming_the_argument_and_listing_the_active_ones():
+    with pytest.raises(ValueError, match=r"^backend: unknown backend 'bullet'.*mujoco"):
         unilab.make_manager_based_rl_env("g1_walk_flat", backend="bullet", num_envs=2)
+    # Checked before the task's config: a bad backend is the error, whatever else is wrong.
+    with pytest.raises(ValueError, match=r"^backend: unknown backend 'bullet'"):
+        unilab.make_manager_based_rl_env("g1_walk_flat", backend="bullet", num_envs=2, overrides={"nokey": 1})
 

@@ -6,6 +6,8 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from unisim.factory import check_backend_name
+
 from unilab.config import EnvCfg, apply_overrides
 
 _TASKS: dict[str, Callable[[], EnvCfg]] = {}
@@ -60,6 +62,7 @@ def make_manager_based_rl_env(task: str, backend: str = "mujoco", num_envs: int 
         raise ValueError(f"num_envs: expected an int >= 1, got {num_envs!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed: expected an int, got {seed!r}")  # noqa: TRY004
+    check_backend_name(backend, argument="backend")
     cfg = task_config(task, overrides)
     if backend_options:
         cfg.backend_options = {**cfg.backend_options, **dict(backend_options)}

@@ -23,6 +23,19 @@ _ADAPTER_MODULES = {
 }
 
 
+def check_backend_name(name: str, argument: str = "name") -> None:
+    """Refuse ``name`` unless it is an active backend of this workspace, naming ``argument``
+    (a caller that takes the backend under another name checks before building anything)."""
+    scope = backend_scope()
+    if name in scope.shelved:
+        raise ContractViolation(
+            f"{argument}: backend {name!r} is gated out of this runtime (shelved in workspace.toml); "
+            f"active backends: {list(scope.active)}")
+    if name not in scope.active:
+        raise ContractViolation(
+            f"{argument}: unknown backend {name!r}; valid backends: {list(scope.active)}")
+
+
 def create_backend(name: str, model: str | Path, num_envs: int, device: str | torch.device | None = None,
                    contact_sensors: Sequence[ContactSensorSpec] = (), **options) -> SimBackend:
     """Build a backend of ``num_envs`` copies of ``model`` (an MJCF path or XML string).
@@ -34,14 +47,7 @@ def create_backend(name: str, model: str | Path, num_envs: int, device: str | to
     ``options`` are adapter-specific (e.g. ``nthread`` for mujoco, ``nconmax`` for mjwarp)
     plus ``validate`` (default True).
     """
-    scope = backend_scope()
-    if name in scope.shelved:
-        raise ContractViolation(
-            f"name: backend {name!r} is gated out of this runtime (shelved in workspace.toml); "
-            f"active backends: {list(scope.active)}")
-    if name not in scope.active:
-        raise ContractViolation(
-            f"name: unknown backend {name!r}; valid backends: {list(scope.active)}")
+    check_backend_name(name)
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ContractViolation(f"num_envs: expected an int >= 1, got {num_envs!r}")
     validate = options.get("validate", True)
