@@ -65,6 +65,21 @@ def test_a_comparison_override_without_a_comparison_owner_is_refused():
         bench.main(["--backend", "mujoco", "--num-envs", "2", "--compare-task", "", "--compare-override", "x=1"])
 
 
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--num-envs", "0"], "--num-envs"), (["--steps", "0"], "--steps"), (["--warmup", "-1"], "--warmup"),
+    (["--task", "walk_on_moon"], "unknown task 'walk_on_moon'"), (["--backend", "bullet"], "--backend"),
+    (["--override", "walk_speed=3"], "override 'walk_speed'"),
+    (["--compare-override", "walk_speed=3"], "override 'walk_speed'"),
+    (["--backend-option", "nthread"], "expected 'key=value'"),
+])
+def test_bad_arguments_are_refused_naming_what_is_wrong_before_any_env_is_built(argv, named, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "make_manager_based_rl_env", lambda *a, **k: pytest.fail("an env was built"))
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(argv)
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
+
+
 def test_a_sync_is_attributed_to_the_innermost_caller_outside_torch():
     from traceback import FrameSummary
 

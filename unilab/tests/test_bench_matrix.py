@@ -447,3 +447,28 @@ def test_a_base_tree_without_the_sources_or_beside_base_is_refused_before_runnin
     with pytest.raises(SystemExit):
         matrix.main(["--base", "HEAD", "--base-tree", str(tmp_path)])
     assert "give one base" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--num-envs", "0"], ["--env-steps", "0"], ["--env-warmup", "-1"],
+                                  ["--collector-seconds", "0"], ["--collector-samples", "0"], ["--timeout", "nan"]])
+def test_bad_counts_are_refused_by_the_parser_naming_the_flag(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        matrix.main(["--device", "cpu", *argv])
+    assert exit_info.value.code == 2
+    assert f"argument {argv[0]}:" in capsys.readouterr().err
+
+
+def test_a_zero_warmup_is_kept_not_taken_for_unset(monkeypatch):
+    made = {}
+
+    class Stop(Exception):
+        pass
+
+    def record_settings(**settings):
+        made.update(settings)
+        raise Stop
+
+    monkeypatch.setattr(matrix, "Settings", record_settings)
+    with pytest.raises(Stop):
+        matrix.main(["--device", "cpu", "--env-warmup", "0"])
+    assert made["env_warmup"] == 0 and made["num_envs"] == 64 and made["env_steps"] == 20

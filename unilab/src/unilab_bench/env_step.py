@@ -41,7 +41,9 @@ from pathlib import Path
 
 import torch
 from unilab.config import parse_overrides
-from unilab.registry import make_manager_based_rl_env
+from unilab.registry import make_manager_based_rl_env, task_config
+from unisim.factory import check_backend_name
+from unisim_bench.arguments import int_at_least
 
 from unilab_bench import gap_rows
 from unilab_bench.dispatch_probes import (
@@ -290,7 +292,7 @@ def _print(record: dict) -> None:
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="python -m unilab_bench.env_step", description=__doc__.split("\n")[0])
     p.add_argument("--backend", default="mujoco")
-    p.add_argument("--num-envs", type=int, default=256)
+    p.add_argument("--num-envs", type=int_at_least(1), default=256)
     p.add_argument("--device", default=None)
     p.add_argument("--task", default="g1_walk_flat")
     p.add_argument("--compare-task", default="g1_walk_flat_unfused",
@@ -298,9 +300,9 @@ def main(argv: list[str] | None = None) -> dict:
                         "term per component, so the comparison is the fused rewards' gain; '' to skip)")
     p.add_argument("--reference", choices=("tracking",), default=None,
                    help="also time the hand-fused reference loop of the task's MDP (tracking: g1_motion_tracking)")
-    p.add_argument("--steps", type=int, default=50, help="env steps per timed sample")
+    p.add_argument("--steps", type=int_at_least(1), default=50, help="env steps per timed sample")
     p.add_argument("--samples", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--warmup", type=int_at_least(0), default=20)
     p.add_argument("--torch-threads", type=int, default=None,
                    help="torch intra-op threads (default: 1 on cpu, where torch's spinning threads "
                         "would compete with a host physics pool; untouched on cuda)")
@@ -319,6 +321,14 @@ def main(argv: list[str] | None = None) -> dict:
         p.error("--samples: at least 3 interleaved samples")
     if args.torch_threads is None and (args.device is None or str(args.device).startswith("cpu")):
         args.torch_threads = 1
+    try:  # the task, its overrides and the backend name, before anything is built
+        check_backend_name(args.backend, argument="--backend")
+        parse_overrides(args.backend_option)
+        task_config(args.task, ["validate_actions=false", *args.override])
+        if args.compare_task:
+            task_config(args.compare_task, ["validate_actions=false", *args.override, *args.compare_override])
+    except ValueError as error:
+        p.error(str(error))
     record = run(args)
     _print(record)
     if args.out:

@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from unisim_bench.arguments import int_at_least, positive_seconds
+
 from unilab_bench import compare
 from unilab_bench.machine_info import machine, versions
 from unilab_bench.matrix_figures import case_metrics, format_summary, summarize_side
@@ -220,15 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog="cases: " + ", ".join(c.name for c in CASES))
     p.add_argument("--cases", help="comma-separated globs on case names (default: see above)")
     p.add_argument("--device", default=None, help="device of the GPU-backend cases (default: cuda if present)")
-    p.add_argument("--num-envs", type=int, default=None, help="default: 4096 on cuda, 64 on cpu")
+    p.add_argument("--num-envs", type=int_at_least(1), default=None, help="default: 4096 on cuda, 64 on cpu")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds, one process per case and side each")
-    p.add_argument("--env-steps", type=int, default=None, help="env steps per timed sample (default 200 cuda, 20 cpu)")
-    p.add_argument("--env-warmup", type=int, default=None, help="default 50 cuda, 5 cpu")
+    p.add_argument("--env-steps", type=int_at_least(1), default=None, help="env steps per timed sample (default 200 cuda, 20 cpu)")
+    p.add_argument("--env-warmup", type=int_at_least(0), default=None, help="default 50 cuda, 5 cpu")
     # 2 s on cuda: each sample times three collector modes; at 2 s round 0 of the mjwarp cases took
     # about 7 minutes on an H200, cold kernel and compile caches included.
-    p.add_argument("--collector-seconds", type=float, default=None, help="per sample (default 2 cuda, 1 cpu)")
-    p.add_argument("--collector-samples", type=int, default=3, help="interleaved pairs inside each process")
-    p.add_argument("--timeout", type=float, default=1200.0, help="seconds one process may run")
+    p.add_argument("--collector-seconds", type=positive_seconds, default=None, help="per sample (default 2 cuda, 1 cpu)")
+    p.add_argument("--collector-samples", type=int_at_least(1), default=3, help="interleaved pairs inside each process")
+    p.add_argument("--timeout", type=positive_seconds, default=1200.0, help="seconds one process may run")
     p.add_argument("--gap-rows", action="store_true", help="env processes also time env_step's gap rows, "
                    "among them raw physics replaying the env's own state writes (env_to_replay_ratio_streamed)")
     p.add_argument("--base", metavar="REV", help="also run REV (a temporary git worktree), interleaved and paired")
@@ -243,6 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _given_or(value: Any, default: Any) -> Any:
+    """A flag's value, or ``default`` where it was not given (0 is a value: ``--env-warmup 0``)."""
+    return default if value is None else value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
@@ -254,9 +261,10 @@ def main(argv: list[str] | None = None) -> int:
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
     gpu = not device.startswith("cpu")
-    settings = Settings(device=device, num_envs=args.num_envs or (4096 if gpu else 64), rounds=args.rounds,
-                        env_steps=args.env_steps or (200 if gpu else 20), env_warmup=args.env_warmup or (50 if gpu else 5),
-                        collector_seconds=args.collector_seconds or (2.0 if gpu else 1.0),
+    settings = Settings(device=device, num_envs=_given_or(args.num_envs, 4096 if gpu else 64), rounds=args.rounds,
+                        env_steps=_given_or(args.env_steps, 200 if gpu else 20),
+                        env_warmup=_given_or(args.env_warmup, 50 if gpu else 5),
+                        collector_seconds=_given_or(args.collector_seconds, 2.0 if gpu else 1.0),
                         collector_samples=args.collector_samples, timeout_s=args.timeout, gap_rows=args.gap_rows)
     if args.base and args.base_tree:
         p.error("--base and --base-tree: give one base")

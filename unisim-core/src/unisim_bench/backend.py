@@ -32,6 +32,8 @@ from typing import Any
 import torch
 import unisim
 
+from unisim_bench.arguments import int_at_least, int_list_at_least
+
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
@@ -226,12 +228,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="MJCF path (the G1 scene)")
     p.add_argument("--device", default=None)
-    p.add_argument("--envs", default="1024,4096,8192")
-    p.add_argument("--genesis-envs", default="", help="comma-separated; empty skips Genesis")
-    p.add_argument("--substeps", type=int, default=4)
-    p.add_argument("--iters", type=int, default=100)
-    p.add_argument("--genesis-iters", type=int, default=20)
-    p.add_argument("--samples", type=int, default=3)
+    p.add_argument("--envs", type=int_list_at_least(1), default=[1024, 4096, 8192], help="comma-separated")
+    p.add_argument("--genesis-envs", type=int_list_at_least(1), default=[],
+                   help="comma-separated; empty skips Genesis")
+    p.add_argument("--substeps", type=int_at_least(1), default=4)
+    p.add_argument("--iters", type=int_at_least(1), default=100)
+    p.add_argument("--genesis-iters", type=int_at_least(1), default=20)
+    p.add_argument("--samples", type=int_at_least(1), default=3)
     p.add_argument("--fractions", default="0.01,0.05,0.25")
     p.add_argument("--budget-s", type=float, default=1e9, help="skip what is left once this much time has passed")
     p.add_argument("--commit", default=None)
@@ -252,9 +255,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     def save() -> None:
         Path(args.out).write_text(json.dumps(record, indent=2))
 
-    runs = [("mjwarp_runs", int(n), bench_mjwarp, args.iters, _print_mjwarp) for n in args.envs.split(",") if n] + \
-        [("genesis_runs", int(n), bench_genesis, args.genesis_iters, _print_genesis)
-         for n in args.genesis_envs.split(",") if n]
+    runs = [("mjwarp_runs", n, bench_mjwarp, args.iters, _print_mjwarp) for n in args.envs] + \
+        [("genesis_runs", n, bench_genesis, args.genesis_iters, _print_genesis) for n in args.genesis_envs]
     for key, n, run, iters, report in runs:
         if time.perf_counter() - start > args.budget_s:
             record["skipped"].append(f"{key}@{n}: time budget spent")

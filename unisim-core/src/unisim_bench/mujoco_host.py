@@ -25,6 +25,8 @@ import torch
 import unisim
 from mujoco import rollout
 
+from unisim_bench.arguments import int_at_least, int_list_at_least, positive_seconds
+
 
 def _raw_runner(model_path: str, num_envs: int, nthread: int, substeps: int):
     model = mujoco.MjModel.from_xml_path(model_path)
@@ -106,18 +108,20 @@ def bench(model_path: str, num_envs: int, nthread: int, substeps: int, samples: 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="MJCF path (default: the built-in model)")
-    parser.add_argument("--num-envs", default="64,1024")
-    parser.add_argument("--nthread", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--substeps", type=int, default=4)
-    parser.add_argument("--samples", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=1.0, help="approximate time per sample")
+    parser.add_argument("--num-envs", type=int_list_at_least(1), default=[64, 1024], help="comma-separated")
+    parser.add_argument("--nthread", type=int_at_least(1), default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--substeps", type=int_at_least(1), default=4)
+    parser.add_argument("--samples", type=int_at_least(1), default=5)
+    parser.add_argument("--seconds", type=positive_seconds, default=1.0, help="approximate time per sample")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     from unisim.conformance import BUILTIN_MODEL
 
     model = args.model or str(BUILTIN_MODEL)
     results = []
-    for n in (int(x) for x in args.num_envs.split(",")):
+    if not args.num_envs:
+        parser.error("--num-envs: expected at least one env count")
+    for n in args.num_envs:
         probe_step, *_ = _raw_runner(model, n, args.nthread, args.substeps)
         per_iter = _time(probe_step, 2)
         iters = max(3, int(args.seconds / per_iter))
@@ -133,8 +137,9 @@ def main(argv: list[str] | None = None) -> None:
         "cores": len(os.sched_getaffinity(0)), "mujoco_version": mujoco.__version__, "torch_version": torch.__version__,
         "git_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                      text=True).stdout.strip(),
-        "command": "python -m unisim_bench.mujoco_host " + " ".join(f"--{k.replace('_', '-')} {v}"
-                                                               for k, v in vars(args).items() if v is not None),
+        "command": "python -m unisim_bench.mujoco_host " + " ".join(
+            f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in vars(args).items() if v is not None),
         "results": results,
     }
     if args.out:
