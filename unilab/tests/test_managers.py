@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from controlled_owner import controlled_cfg, force_done
 from unilab.config import MetricTermCfg, RecorderTermCfg
@@ -28,7 +29,7 @@ def test_history_stacks_frames_and_restarts_on_reset(make_env):
 
 
 def test_curriculum_widens_command_ranges_at_its_milestone(make_env):
-    env = make_env(overrides={"curriculum.command_ranges.params.stages": [
+    env = make_env(overrides={"commands.twist.lin_vel_x": [-0.1, 0.1], "curriculum.command_ranges.params.stages": [
         {"step": 0, "lin_vel_x": [-0.1, 0.1]}, {"step": 2, "lin_vel_x": [2.0, 2.0]}]})
     cmd = env.command_manager.terms["twist"]
     env.step(torch.zeros(N, env.action_dim))
@@ -36,6 +37,29 @@ def test_curriculum_widens_command_ranges_at_its_milestone(make_env):
     env.step(torch.zeros(N, env.action_dim))
     assert cmd.ranges[0] == (2.0, 2.0)
     assert env.flush_metrics()["curriculum/command_ranges/stage"] == 1.0
+
+
+def test_a_command_range_the_first_stage_would_replace_is_refused_naming_both(make_env):
+    # Without the check the override held for the draws made at construction only: the stage
+    # at step 0 put its own range back on the first step, without a word.
+    with pytest.raises(ValueError, match=r"commands\.twist\.lin_vel_x=\(1\.5, 2\.0\) is replaced on the first step "
+                                         r"by the curriculum's stage at step 0 \(lin_vel_x=\(-1\.0, 1\.0\)\)"):
+        make_env(overrides={"commands.twist.lin_vel_x": [1.5, 2.0]})
+    env = make_env(overrides={"commands.twist.lin_vel_x": [1.5, 2.0], "curriculum.command_ranges": None})
+    env.step(torch.zeros(N, env.action_dim))
+    assert env.command_manager.terms["twist"].ranges[0] == (1.5, 2.0)
+
+
+@pytest.mark.parametrize(("stages", "message"), [
+    ([{"step": 0, "lin_vel_x": (0.0, float("nan"))}], r"stages\[0\]\.lin_vel_x=\(0\.0, nan\): expected finite"),
+    ([{"step": 0, "lin_vel_x": (1.0, -1.0, 7.0)}], r"stages\[0\]\.lin_vel_x=.*expected a \(low, high\) pair"),
+    ([{"step": 0, "lin_vel_x": (-1.0, 1.0)}, {"step": 2, "lin_vel_x": "fast"}], r"stages\[1\]\.lin_vel_x='fast'"),
+    ([{"step": 2.5, "lin_vel_x": (-1.0, 1.0)}], r"stages\[0\]\.step=2\.5: expected an int >= 0"),
+    ([{"step": 0, "lin_vel_z": (-1.0, 1.0)}], r"stages\[0\]: unknown keys \['lin_vel_z'\]"),
+])
+def test_curriculum_stages_are_checked_when_the_env_is_built_not_midway_through_a_step(make_env, stages, message):
+    with pytest.raises(ValueError, match=message):
+        make_env(overrides={"curriculum.command_ranges.params.stages": stages})
 
 
 def _with_metric_and_recorder():

@@ -58,11 +58,11 @@ Range = Annotated[tuple[float, float], AfterValidator(ordered_range)]  # finite 
 TimeRange = Annotated[tuple[float, float], AfterValidator(positive_range)]  # seconds, 0 < low <= high
 
 
-def _check_range_param(name: str, value: Any) -> None:
+def check_range_param(name: str, value: Any) -> None:
     """A range-valued term param: a finite, ordered (low, high) pair, or a dict of them."""
     if isinstance(value, Mapping):
         for axis, pair in value.items():
-            _check_range_param(f"{name}.{axis}", pair)
+            check_range_param(f"{name}.{axis}", pair)
         return
     if not (isinstance(value, list | tuple) and len(value) == 2
             and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)):
@@ -141,7 +141,7 @@ class EventTermCfg(TermCfg):
     def _ranges_are_ordered(self) -> EventTermCfg:
         for name, value in self.params.items():
             if (name == "range" or name.endswith("_range")) and value is not None:
-                _check_range_param(name, value)
+                check_range_param(name, value)
         return self
 
 
