@@ -147,3 +147,44 @@ def test_unknown_backend_is_refused_naming_the_argument_and_listing_the_active_o
     with pytest.raises(ValueError, match=r"^backend: unknown backend 'bullet'"):
         unilab.make_manager_based_rl_env("g1_walk_flat", backend="bullet", num_envs=2, overrides={"nokey": 1})
 
+
+
+def test_a_sparse_action_is_refused_naming_its_layout_and_state_is_untouched(make_env):
+    for overrides in (None, {"validate_actions": False}):  # checked whether values are validated or not
+        env = make_env(overrides=overrides)
+        env.step(torch.rand(N, env.action_dim))
+        last, prev = env.action_manager.action.clone(), env.action_manager.prev_action.clone()
+        with pytest.raises(ValueError, match=r"action: expected a dense \(strided\) tensor, got layout torch.sparse_coo"):
+            env.step(torch.zeros(N, env.action_dim).to_sparse())
+        assert torch.equal(env.action_manager.action, last) and torch.equal(env.action_manager.prev_action, prev)
+
+
+def test_an_env_used_after_close_is_refused_before_any_bookkeeping(make_env):
+    env = make_env()
+    env.step(torch.rand(N, env.action_dim))
+    env.close()
+    prev, sums, rng = (env.action_manager.prev_action.clone(), env.reward_manager.episode_sums.clone(),
+                       env.rng.get_state())
+    for call in (lambda: env.step(torch.zeros(N, env.action_dim)), env.reset):
+        with pytest.raises(ValueError, match=r"^env: used after close\(\)$"):
+            call()
+    assert torch.equal(env.action_manager.prev_action, prev) and torch.equal(env.reward_manager.episode_sums, sums)
+    assert torch.equal(env.rng.get_state(), rng)
+
+
+def test_an_episode_too_long_to_count_is_refused_naming_episode_length_s(make_env):
+    with pytest.raises(ValueError, match=r"^episode_length_s: 1e\+300 s at .* per env step is more than"):
+        make_env(overrides={"episode_length_s": 1e300})
+
+
+def test_a_time_out_on_a_step_that_also_ended_the_episode_by_a_fall_counts_as_the_fall(make_env):
+    # Every row times out and is too low on every step: terminated, not truncated, and the
+    # metrics say which condition ended the episodes.
+    env = make_env(task="g1_walk_flat", overrides={"episode_length_s": 0.02,
+                                                  "terminations.base_too_low.params.min_height": 10.0})
+    for _ in range(3):
+        _, _, terminated, truncated, _ = env.step(torch.zeros(N, env.action_dim))
+        assert terminated.all() and not truncated.any()
+    metrics = env.flush_metrics()
+    assert metrics["episodes"] == 3 * N
+    assert metrics["termination/base_too_low"] == 3 * N and metrics["termination/time_out"] == 0

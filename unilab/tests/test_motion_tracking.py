@@ -196,3 +196,18 @@ def test_the_reset_event_writes_every_column_of_every_row_so_the_env_skips_the_d
     assert torch.isfinite(txn.reset_qpos).all() and torch.isfinite(txn.reset_qvel).all()
     # Walking's reset events write parts of the state over the default pose: it keeps the refill.
     assert not make_env(task="g1_walk_flat", num_envs=N).event_manager.fills_reset_state
+
+
+def test_a_reset_outside_a_step_records_no_failure_in_the_adaptive_sampler(make_env, clip_file):
+    # env.reset() cuts episodes without logging them; the last step's terminations (already
+    # recorded by that step) must not be recorded again, at the new episodes' start frames.
+    env = make_env(task="g1_motion_tracking", num_envs=N, overrides=_overrides(
+        clip_file, **{"commands.motion.sampling": "adaptive", "terminations.tracking.params.anchor_height": 1e-6}))
+    sampler = env.command_manager.term("motion").sampler
+    _, _, terminated, _, _ = env.step(torch.zeros(N, env.action_dim))
+    assert terminated.all()
+    recorded = sampler.failed.clone()
+    assert recorded.sum() > 0
+    env.reset()
+    torch.testing.assert_close(sampler.failed, recorded * (1.0 - sampler.alpha))  # a decay, no failure added
+    assert terminated.all()  # the tensor that step returned is as the caller got it

@@ -24,6 +24,8 @@ from unilab.mirror import declared_by_all
 from unilab.robot import RobotState
 from unilab.step_graphs import StepGraphs, StepPhases
 
+MAX_EPISODE_STEPS = 2**62  # fits the int64 episode-length counters with room to count past it
+
 
 class ManagerBasedRlEnv:
     """A batch of ``num_envs`` episodes of one task owner on one SimBackend.
@@ -94,6 +96,10 @@ class ManagerBasedRlEnv:
         self.decimation = cfg.decimation
         self.step_dt = self.physics_dt * cfg.decimation
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-9)
+        if self.max_episode_length > MAX_EPISODE_STEPS:  # episode lengths are int64 counters on the device
+            raise ValueError(f"episode_length_s: {cfg.episode_length_s} s at {self.step_dt} s per env step is more "
+                             f"than {MAX_EPISODE_STEPS} env steps")
+        self.closed = False
         names = [k.name for k in inv.keyframes]
         if cfg.reset_keyframe not in names:
             raise ValueError(f"reset_keyframe: unknown keyframe {cfg.reset_keyframe!r}; available: {names}")
@@ -157,6 +163,10 @@ class ManagerBasedRlEnv:
     # ---- runner contract ---------------------------------------------------------------
     def reset(self) -> dict[str, torch.Tensor]:
         """Reset every env (episodes cut here are not logged) and return observations."""
+        self._check_open()
+        # No condition fired on a reset outside a step: a term that reads this step's
+        # terminations while resetting (the tracking sampler's failures) must not see the last step's.
+        self.termination_manager.forget_fired()
         self._commit(self._begin_reset(self._all_rows_mask, None, log=False))
         self.obs = self.observation_manager.compute(self)
         return self.obs
@@ -246,13 +256,22 @@ class ManagerBasedRlEnv:
         return self.backend.diagnostics()
 
     def close(self) -> None:
+        self.closed = True
         self.backend.close()
+
+    def _check_open(self) -> None:
+        # Before any manager's bookkeeping, so a call after close() changes nothing.
+        if self.closed:
+            raise ValueError("env: used after close()")
 
     # ---- internals -----------------------------------------------------------------
     def _check_action(self, action) -> None:
+        self._check_open()
         if not isinstance(action, torch.Tensor):
             # One error type (ValueError) for every bad input, as the runner contract says.
             raise ValueError(f"action: expected a torch.Tensor, got {type(action).__name__}")  # noqa: TRY004
+        if action.layout != torch.strided:
+            raise ValueError(f"action: expected a dense (strided) tensor, got layout {action.layout}")
         if action.dtype != torch.float32:
             raise ValueError(f"action: expected dtype torch.float32, got {action.dtype}")
         if tuple(action.shape) != (self.num_envs, self.action_dim):

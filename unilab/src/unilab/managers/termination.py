@@ -48,11 +48,20 @@ class TerminationManager:
         self.terminated, self.truncated = split_fired(self.fired, self._terminal_cols, self._time_out_cols)
         return self.terminated, self.truncated
 
+    def forget_fired(self) -> None:
+        """No condition fired, for a reset outside a step. Fresh tensors: those a step
+        returned (``terminated``, ``truncated``) stay as the caller got them."""
+        self.terminated = torch.zeros_like(self.terminated)
+        self.truncated = torch.zeros_like(self.truncated)
+        self.fired = torch.zeros_like(self.fired)
+
     def reset(self, done: torch.Tensor, metrics=None) -> None:
-        """``metrics``: count the terms that fired at this step's ``compute``, whose done rows
-        these are (a row is done exactly when one of its terms fired, so no mask is needed)."""
+        """``metrics``: count the terms that ended an episode at this step's ``compute``, whose
+        done rows these are (a row is done exactly when one of its terms fired). A time-out that
+        fired on a row a terminal condition ended is not counted: that episode was a fall."""
         if metrics is not None and self.metric_slot is not None:
-            metrics.add(self.metric_slot, self.fired.sum(dim=0))
+            ended_by = self.fired & ~(self.terminated.unsqueeze(1) & self.time_out)
+            metrics.add(self.metric_slot, ended_by.sum(dim=0))
         reset_terms(self.terms, done)
 
 
