@@ -188,3 +188,31 @@ def test_a_time_out_on_a_step_that_also_ended_the_episode_by_a_fall_counts_as_th
     metrics = env.flush_metrics()
     assert metrics["episodes"] == 3 * N
     assert metrics["termination/base_too_low"] == 3 * N and metrics["termination/time_out"] == 0
+
+
+def test_an_env_built_on_cpu_0_runs_on_the_host(make_env):
+    # The backend used to keep "cpu:0" and refuse the env's own tensors, made on "cpu".
+    env = make_env(device="cpu:0")
+    env.step(torch.zeros(N, env.action_dim))
+    assert str(env.device) == "cpu"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"seed": -1}, r"^seed: expected an int in \[0, 2\*\*63\), got -1$"),
+    ({"seed": 2**64 - 1}, r"^seed: expected an int in \[0, 2\*\*63\)"),
+    ({"overrides": 5}, r"^overrides: expected a dict, 'key=value' strings or one such string, got int$"),
+    ({"backend_options": "nthread=1"}, r"^backend_options: expected a mapping of option names to values, got str$"),
+])
+def test_factory_arguments_of_the_wrong_kind_are_refused_naming_the_argument(kwargs, message):
+    # -1 and 2**64 - 1 seeded torch's generator alike; the others failed inside the factory.
+    with pytest.raises(ValueError, match=message):
+        unilab.make_manager_based_rl_env("g1_walk_flat", backend="mujoco", num_envs=2, **kwargs)
+
+
+def test_a_task_is_registered_only_under_a_name_with_a_builder():
+    registered = unilab.list_tasks()
+    with pytest.raises(ValueError, match=r"^name: expected a non-empty task name \(str\), got 7$"):
+        unilab.register_task(7, lambda: None)
+    with pytest.raises(ValueError, match=r"^build: expected a callable returning an EnvCfg, got str$"):
+        unilab.register_task("not_a_builder", "g1_walk_flat")
+    assert unilab.list_tasks() == registered  # nothing half-registered; listing still works

@@ -26,6 +26,12 @@ def test_an_explicit_device_always_wins(device, want):
     assert resolve_device(device, cuda_count=3, cuda_available=True) == torch.device(want)
 
 
+@pytest.mark.parametrize("device", ["cpu:0", "cpu:1", torch.device("cpu", 0)])
+def test_a_host_device_with_an_index_is_the_host(device):
+    # torch makes tensors asked for on cpu:0 on cpu; a backend keeping the index refused them.
+    assert str(resolve_device(device, cuda_count=0, cuda_available=False)) == "cpu"
+
+
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
 def test_cuda_requested_without_cuda_is_an_error_not_a_cpu_fallback(device):
     with pytest.raises(ContractViolation, match="not available"):

@@ -281,6 +281,9 @@ def parse_overrides(overrides: Mapping[str, Any] | Iterable[str] | str | None) -
         overrides = overrides.split()
     if isinstance(overrides, Mapping):  # string values (e.g. from a CLI) parse like "k=v" items
         return [(k, _parse_value(v) if isinstance(v, str) else v) for k, v in overrides.items()]
+    if not isinstance(overrides, Iterable):
+        raise ValueError(f"overrides: expected a dict, 'key=value' strings or one such string, got "
+                         f"{type(overrides).__name__}")
     items = []
     for item in overrides:
         if not isinstance(item, str) or "=" not in item:

@@ -16,6 +16,10 @@ _BUILTIN_MODULES = ("unilab.tasks.velocity.config.g1.flat", "unilab.tasks.tracki
 
 def register_task(name: str, build: Callable[[], EnvCfg]) -> None:
     """Register a task owner: ``build()`` returns a fresh, validated ``EnvCfg``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name: expected a non-empty task name (str), got {name!r}")
+    if not callable(build):
+        raise ValueError(f"build: expected a callable returning an EnvCfg, got {type(build).__name__}")
     if name in _TASKS and _TASKS[name] is not build:
         raise ValueError(f"task {name!r} is already registered")
     _TASKS[name] = build
@@ -60,8 +64,13 @@ def make_manager_based_rl_env(task: str, backend: str = "mujoco", num_envs: int 
 
     if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
         raise ValueError(f"num_envs: expected an int >= 1, got {num_envs!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed: expected an int, got {seed!r}")  # noqa: TRY004
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        # torch.Generator takes a 64-bit seed and wraps negative ones, so -1 and 2**64 - 1
+        # would draw the same: a seed is one of 0 .. 2**63 - 1.
+        raise ValueError(f"seed: expected an int in [0, 2**63), got {seed!r}")
+    if backend_options is not None and not isinstance(backend_options, Mapping):
+        raise ValueError(f"backend_options: expected a mapping of option names to values, got "
+                         f"{type(backend_options).__name__}")
     check_backend_name(backend, argument="backend")
     cfg = task_config(task, overrides)
     if backend_options:

@@ -39,4 +39,6 @@ def resolve_device(device: str | torch.device | None, *, cuda_count: int | None 
         return torch.device("cuda", index)
     if dev.type != "cpu":
         raise ContractViolation(f"device: expected 'cpu' or 'cuda[:i]', got {device!r}")
-    return dev
+    # One host device: torch puts tensors asked for on "cpu:0" on "cpu", and a backend that
+    # kept the index would refuse its own env's tensors (cpu:0 != cpu).
+    return torch.device("cpu")
