@@ -216,3 +216,17 @@ def test_a_task_is_registered_only_under_a_name_with_a_builder():
     with pytest.raises(ValueError, match=r"^build: expected a callable returning an EnvCfg, got str$"):
         unilab.register_task("not_a_builder", "g1_walk_flat")
     assert unilab.list_tasks() == registered  # nothing half-registered; listing still works
+
+
+def test_a_step_the_backend_refuses_leaves_the_action_buffers_as_they_were(make_env):
+    # Values unchecked by the env (validate_actions=false), checked by the backend (validate).
+    env = make_env(overrides={"validate_actions": False}, backend_options={"validate": True})
+    env.step(torch.rand(N, env.action_dim))
+    last, prev = env.action_manager.action.clone(), env.action_manager.prev_action.clone()
+    bad = torch.zeros(N, env.action_dim)
+    bad[0, 3] = float("nan")
+    with pytest.raises(ValueError, match="ctrl"):
+        env.step(bad)
+    assert torch.equal(env.action_manager.action, last) and torch.equal(env.action_manager.prev_action, prev)
+    _, reward, *_ = env.step(torch.zeros(N, env.action_dim))
+    assert torch.isfinite(reward).all()

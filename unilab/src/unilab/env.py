@@ -181,6 +181,7 @@ class ManagerBasedRlEnv:
         timer.start("backend_step_ms")
         self.backend.step(ctrl, self.decimation)
         timer.stop("backend_step_ms")
+        self.action_manager.commit(action)
         self.robot.invalidate()
         self.common_step_counter += 1
         self.metric_manager.count_step()

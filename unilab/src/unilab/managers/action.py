@@ -60,14 +60,19 @@ class ActionManager:
         return mirror
 
     def process(self, action: torch.Tensor) -> torch.Tensor:
-        self.prev_action.copy_(self.action)
-        self.action.copy_(action)
+        """The control ``action`` sets. The action buffers change only in ``commit``, once the
+        backend has taken the control: a step the backend refuses leaves them as they were."""
         a = action.clamp(*self._clip) if self._clip is not None else action
         if self._full:
             torch.addcmul(self.offset, a, self.scale, out=self.ctrl)
         else:
             self.ctrl[:, self.cols] = torch.addcmul(self.offset, a, self.scale)
         return self.ctrl
+
+    def commit(self, action: torch.Tensor) -> None:
+        """``action`` becomes the current action, the current one the previous."""
+        self.prev_action.copy_(self.action)
+        self.action.copy_(action)
 
     def reset(self, done: torch.Tensor) -> None:
         mask = done.unsqueeze(1)
