@@ -230,3 +230,14 @@ def test_a_step_the_backend_refuses_leaves_the_action_buffers_as_they_were(make_
     assert torch.equal(env.action_manager.action, last) and torch.equal(env.action_manager.prev_action, prev)
     _, reward, *_ = env.step(torch.zeros(N, env.action_dim))
     assert torch.isfinite(reward).all()
+
+
+def test_phase_times_count_only_the_steps_state_writes(make_env):
+    # The writes of construction and of reset() were charged to the step's phase, so a flush
+    # after no step reported a time per step.
+    env = make_env(overrides={"profile_phases": True})
+    for _ in range(3):
+        env.reset()
+    assert not any(k.startswith("time/") for k in env.flush_metrics())
+    env.step(torch.zeros(N, env.action_dim))
+    assert env.flush_metrics()["time/reset_done_reset_call_ms"] > 0

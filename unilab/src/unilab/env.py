@@ -313,7 +313,7 @@ class ManagerBasedRlEnv:
     def _commit(self, txn: StateTransaction) -> None:
         """ONE ``set_state_where`` call for the rows that reset (their episode start) or were
         pushed (their edited velocities); no row list, so no host sync."""
-        self._write_state(*self._commit_state(txn))
+        self._set_state(*self._commit_state(txn))
         self.command_manager.refresh()
 
     def _commit_state(self, txn: StateTransaction) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -324,7 +324,11 @@ class ManagerBasedRlEnv:
         return txn.reset | txn.interval, qpos, qvel
 
     def _write_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """The step's state write, timed as its own phase (writes outside a step are not)."""
         self.timer.start("reset_done_reset_call_ms")
-        self.backend.set_state_where(rows, qpos, qvel)
+        self._set_state(rows, qpos, qvel)
         self.timer.stop("reset_done_reset_call_ms")
+
+    def _set_state(self, rows: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self.backend.set_state_where(rows, qpos, qvel)
         self.robot.invalidate()
