@@ -73,9 +73,21 @@ def test_bad_input_fails_with_a_message_and_writes_nothing(tmp_path, capsys, ext
         flag = extra[0]
         argv[argv.index(flag) + 1] = extra[1]
         extra = []
-    assert run_train(argv + extra) == train_cli.EXIT_BAD_INPUT
+    assert run_train(argv + TINY_TOKENS + extra) == train_cli.EXIT_BAD_INPUT
     assert message in capsys.readouterr().err
     assert not (out / "checkpoint.pt").exists()
+
+
+def test_settings_under_which_learning_never_starts_are_refused_before_anything_is_written(tmp_path, capsys):
+    # FlashSAC's defaults wait for 50,000 transitions; 8 envs x 2048 hold 16,384: the run
+    # used to collect to its end without one update, and exit 0.
+    out = tmp_path / "run"
+    assert run_train(base_args(out)) == train_cli.EXIT_BAD_INPUT
+    assert ("--num-envs 8: learning_starts=50000 and batch_size=2048 wait for 50000 transitions, but the replay "
+            "holds num_envs x replay_capacity_per_env = 8 x 2048 = 16384") in capsys.readouterr().err
+    assert not out.exists()
+    assert run_train(base_args(out) + ["learning_starts=64", "batch_size=32", "replay_capacity_per_env=4"]) == 2
+    assert "wait for 64 transitions" in capsys.readouterr().err
 
 
 def test_overrides_may_follow_flags(tmp_path):
@@ -90,8 +102,9 @@ def test_data_parallel_ranks_keep_the_cuda_graph_setting_they_are_given(tmp_path
     monkeypatch.setenv("WORLD_SIZE", "2")  # what torchrun sets for each rank
     monkeypatch.setenv("RANK", "0")
     parser = train_cli.build_parser()
-    assert train_plan.prepare(parser.parse_args(base_args(tmp_path / "run")), TASKS)["algo_config"].cuda_graph
-    plan = train_plan.prepare(parser.parse_args(base_args(tmp_path / "run") + ["cuda_graph=false"]), TASKS)
+    args = base_args(tmp_path / "run") + TINY_TOKENS
+    assert train_plan.prepare(parser.parse_args(args), TASKS)["algo_config"].cuda_graph
+    plan = train_plan.prepare(parser.parse_args(args + ["cuda_graph=false"]), TASKS)
     assert plan["algo_config"].cuda_graph is False
 
 
@@ -133,7 +146,7 @@ def test_unknown_backend_is_refused_before_any_env_is_built(tmp_path, capsys):
 def test_out_that_is_not_writable_is_refused(tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    assert run_train(base_args(blocker / "run")) == 2
+    assert run_train(base_args(blocker / "run") + TINY_TOKENS) == 2
     assert "is not writable" in capsys.readouterr().err
 
 
@@ -191,7 +204,7 @@ def test_real_factory_names_valid_backends_and_override_keys(tmp_path, capsys):
     pytest.importorskip("unilab")
     out = tmp_path / "run"
     args = ["--task", "g1_walk_flat", "--num-envs", "2", "--steps", "2", "--out", str(out), "--no-progress",
-            "--no-tensorboard"]
+            "--no-tensorboard", "batch_size=32", "learning_starts=64"]
     assert train_cli.main(args + ["--backend", "not_a_backend"]) == 2
     assert "mujoco" in capsys.readouterr().err
     assert train_cli.main(args + ["--backend", "mujoco", "rewards.nope=1"]) == 2

@@ -42,7 +42,8 @@ def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_gi
 def test_the_graphed_gpu_walk_preset_on_the_cpu_is_refused_naming_the_override_that_steps_eagerly(tmp_path, capsys):
     pytest.importorskip("unilab")
     argv = ["--preset", "gpu_walk", "--backend", "mujoco", "--device", "cpu", "--num-envs", "2", "--steps", "8",
-            "--out", str(tmp_path / "run"), "--no-tensorboard", "compile=false", "overlap_learning=false"]
+            "--out", str(tmp_path / "run"), "--no-tensorboard", "compile=false", "overlap_learning=false",
+            "batch_size=32", "learning_starts=64"]
     assert train_cli.main(argv) == 2
     error = capsys.readouterr().err
     assert "cuda_graph=true needs a CUDA device" in error and "env.cuda_graph=false" in error

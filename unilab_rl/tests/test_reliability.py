@@ -263,7 +263,7 @@ def test_bad_env_values_on_the_real_env_are_exit_2_naming_them_with_nothing_crea
     pytest.importorskip("unilab")
     out = tmp_path / "run"
     argv = ["--task", "g1_walk_flat", "--backend", "mujoco", "--num-envs", "8", "--steps", "16", "--out", str(out),
-            "--no-progress", "--no-tensorboard", *flags, override]
+            "--no-progress", "--no-tensorboard", "batch_size=32", "learning_starts=64", *flags, override]
     code = train_cli.main(argv)
     err = capsys.readouterr().err
     assert code == BAD_INPUT and fragment in err and "Traceback" not in err, err

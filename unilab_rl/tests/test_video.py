@@ -20,7 +20,8 @@ def test_play_writes_an_mp4_of_the_first_episode(tmp_path, capsys):
         pytest.skip(f"no offscreen OpenGL: {error}")
     out = tmp_path / "run"
     train = ["--task", "g1_walk_flat", "--backend", "mujoco", "--num-envs", "2", "--steps", "4", "--out", str(out),
-             "--no-progress", "--no-tensorboard", "actor_width=8", "critic_width=8", "critic_bins=11"]
+             "--no-progress", "--no-tensorboard", "actor_width=8", "critic_width=8", "critic_bins=11",
+             "batch_size=8", "learning_starts=8"]
     assert train_cli.main(train) == 0
     video = tmp_path / "play.mp4"
     argv = ["--checkpoint", str(out / "checkpoint.pt"), "--num-envs", "2", "--episodes", "1", "--video", str(video)]

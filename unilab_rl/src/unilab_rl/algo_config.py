@@ -44,3 +44,16 @@ class OffPolicyConfig(BaseModel):
     averaged_policy_tau: float = Field(
         0.0, ge=0.0, le=1.0, description="act deterministically (evaluation, play, export) with a Polyak "
         "average of the actor, moved this fraction toward it at every actor update; 0: the latest actor")
+
+    def check_replay_holds_a_start(self, num_envs: int) -> None:
+        """Refuse settings under which learning never starts: the first update waits for
+        ``max(learning_starts, batch_size)`` transitions, and the replay holds ``num_envs x
+        replay_capacity_per_env`` (a run at a few envs with the defaults would collect forever)."""
+        capacity = num_envs * self.replay_capacity_per_env
+        needed = max(self.learning_starts, self.batch_size)
+        if needed > capacity:
+            raise ValueError(
+                f"learning_starts={self.learning_starts} and batch_size={self.batch_size} wait for {needed} "
+                f"transitions, but the replay holds num_envs x replay_capacity_per_env = {num_envs} x "
+                f"{self.replay_capacity_per_env} = {capacity}, so learning would never start; use more envs, a "
+                f"larger replay_capacity_per_env or a smaller learning_starts / batch_size")

@@ -127,6 +127,7 @@ class OffPolicyRunner:
         self.out_dir = out_dir
         self.sink = sink
         self.config = runner_config or RunnerConfig()
+        algo_config.check_replay_holds_a_start(self.spec.num_envs)
         self.timer = SampledPhaseTimer(self.spec.device, self.config.timing_sample_every)
         obs_dtype = torch.bfloat16 if algo_config.replay_obs_dtype == "bfloat16" else torch.float32
         self.replay = ReplayBuffer(

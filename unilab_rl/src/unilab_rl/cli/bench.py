@@ -152,6 +152,7 @@ def bench_runner(args: argparse.Namespace, factory: EnvFactory):
     # mode is learning from its first sample; the command line still wins.
     config = validated(algorithm.config_class, {**preset.algo, "learning_starts": 0}, split.algo, "algorithm")
     runner_config = validated(RunnerConfig, {"timing_sample_every": 1_000_000}, split.runner, "runner")
+    config.check_replay_holds_a_start(args.num_envs)  # else the fill below would never end
     env = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=0,
                   overrides=split.env)
     try:

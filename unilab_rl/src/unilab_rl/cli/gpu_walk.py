@@ -24,6 +24,8 @@ evaluation's of ``eval/`` (0 passed, 1 some case failed at the last checkpoint).
 process, under ``OUT/seed-K/``) and writes ``OUT/seeds.json``: per seed, its env steps and, with
 ``--eval``, each kept checkpoint's env steps and cases passed. Seeds sharing a GPU each run at a
 fraction of one's throughput, so compare them at equal env steps (``runner.snapshot_at_steps``).
+A command that any seed's run would refuse (a bad flag or override, a seed folder that already
+holds a run) is refused before any seed starts: exit code 2, nothing created under OUT.
 Exit code: an error's if any seed had one, else 1 if any seed's last checkpoint failed, else 0.
 """
 
@@ -42,7 +44,7 @@ from unilab_rl.cli.evaluate import EXIT_FAILED
 from unilab_rl.cli.play import acting_actor
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m unilab_rl.cli.gpu_walk", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
                                      usage="%(prog)s [--out OUT] [unilab-train flags, e.g. --minutes M --algo A "
@@ -53,7 +55,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="after training, judge every kept checkpoint by the task's evaluation into OUT/eval")
     parser.add_argument("--seeds", help="two or more seeds, comma-separated, run side by side (OUT/seed-K/)")
     parser.add_argument("--preset", default="gpu_walk", help="the training preset (default: gpu_walk)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    eval_options = [token for token in rest if token.startswith("eval.")]
+    if eval_options and not args.eval:  # before --seeds too: every seed's process would refuse it
+        parser.error(f"{' '.join(eval_options)}: evaluation options need --eval")
     if args.seeds is not None:
         try:
             seeds = seeds_cli.parse_seeds(args.seeds)
@@ -64,12 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--seeds runs one process per seed: drop {' and '.join(clashing)}")
         return seeds_cli.run_side_by_side(seeds, args.out,
                                           [*(["--eval"] if args.eval else []), "--preset", args.preset, *rest])
-    eval_options = [token for token in rest if token.startswith("eval.")]
-    if eval_options and not args.eval:
-        parser.error(f"{' '.join(eval_options)}: evaluation options need --eval")
-    rest = [token for token in rest if not token.startswith("eval.")]
-    train_argv = ["--preset", args.preset, "--out", str(args.out / "run"), "--curve-json", str(args.out / "curve.json"),
-                  "--summary-json", str(args.out / "summary.json"), "--no-progress", *rest]
+    train_argv = run_train_argv(args.out, args.preset, rest)
     print("gpu_walk: unilab-train " + " ".join(train_argv), flush=True)
     code = train_cli.main(train_argv)
     if code != 0 or not args.eval:
@@ -87,6 +92,21 @@ def main(argv: list[str] | None = None) -> int:
         if latest_code not in (0, EXIT_FAILED):
             return latest_code
     return code
+
+
+def run_train_argv(out: Path, preset: str, rest: list[str]) -> list[str]:
+    """unilab-train's argv for one run into ``out``: the fixed layout, then the flags and overrides
+    given (``eval.`` tokens are the evaluation's and are left out)."""
+    rest = [token for token in rest if not token.startswith("eval.")]
+    return ["--preset", preset, "--out", str(out / "run"), "--curve-json", str(out / "curve.json"),
+            "--summary-json", str(out / "summary.json"), "--no-progress", *rest]
+
+
+def train_argv_of(argv: list[str]) -> list[str]:
+    """The unilab-train argv that ``main(argv)`` (one run, no ``--seeds``) would train with, so a
+    caller can check a command it is about to start exactly as that run will read it."""
+    args, rest = build_parser().parse_known_args(argv)
+    return run_train_argv(args.out, args.preset, rest)
 
 
 def kept_averaged_policy(run: Path) -> bool:

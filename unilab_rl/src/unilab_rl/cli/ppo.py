@@ -12,9 +12,12 @@ unknown keys when it builds the algorithm); any other token is an env override
 
 OUT receives what rsl_rl writes (``model_<it>.pt`` every ``save_interval`` iterations and at
 the end, TensorBoard events, ``git/`` diffs), ``run.json`` (task, backend, env overrides,
-runner config, iterations, env steps) and, unless ``--export none``, the final policy as
-``policy.onnx`` (or ``policy.pt``) with the deployment metadata ``unilab-export`` writes
-(``policy.json``). ``--resume OUT/model_<it>.pt`` continues from a saved model;
+runner config, iterations, env steps and wall time) and, unless ``--export none``, the final
+policy as ``policy.onnx`` (or ``policy.pt``) with the deployment metadata ``unilab-export``
+writes (``policy.json``); with ``clip_actions`` the exported graph clamps its actions as
+training does. ``--resume OUT/model_<it>.pt`` continues from a saved model; each model
+carries the run's env steps and wall time so far (rsl_rl's ``infos``), so the counts of a
+resumed run include those of the model it resumed;
 ``--play OUT/model_<it>.pt`` runs deterministic episodes of it and prints what
 ``unilab-play`` prints.
 
@@ -29,6 +32,7 @@ import contextlib
 import copy
 import io
 import json
+import math
 import os
 import random
 import sys
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from unilab_rl.cli.overrides import OverrideError, parse_tokens
 from unilab_rl.cli.threads import apply_thread_policy
@@ -45,6 +50,8 @@ from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvFactory
 EXIT_BAD_INPUT = 2
 ALGO_NAME = "rsl_rl_ppo"
 PPO_HINT = "install the ppo extra: pip install 'unilab-rl[ppo]' (rsl-rl-lib)"
+COUNTERS = "unilab_rl_counters"  # the key of a saved model's infos holding {"env_steps", "wall_s"}
+RSL_RL_MODEL_KEYS = ("actor_state_dict", "critic_state_dict", "optimizer_state_dict", "iter")
 
 # rsl_rl 5.x runner config. Networks and PPO settings are those of the rsl_rl locomotion
 # examples (mjlab's and Isaac Lab's velocity tasks); the actor reads the "policy" group,
@@ -121,6 +128,76 @@ def split_ppo_overrides(tokens: list[str]) -> tuple[dict[str, Any], dict[str, st
     return runner_cfg, env_overrides
 
 
+def check_runner_numbers(runner_cfg: dict[str, Any], num_envs: int) -> None:
+    """Refuse counts and clip values rsl_rl would only trip over mid-run (a ZeroDivisionError or
+    TypeError after --out has its TensorBoard events and git/ diffs), naming the override."""
+    counts = {"num_steps_per_env": runner_cfg["num_steps_per_env"], "save_interval": runner_cfg["save_interval"],
+              "algorithm.num_learning_epochs": runner_cfg["algorithm"]["num_learning_epochs"],
+              "algorithm.num_mini_batches": runner_cfg["algorithm"]["num_mini_batches"]}
+    for key, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{key}: expected an int >= 1, got {value!r}")
+    batch = num_envs * counts["num_steps_per_env"]
+    if counts["algorithm.num_mini_batches"] > batch:  # an empty mini-batch would train nothing
+        raise UsageError(f"algorithm.num_mini_batches: expected at most the rollout's {batch} samples "
+                         f"(--num-envs x num_steps_per_env), got {counts['algorithm.num_mini_batches']}")
+    clip = runner_cfg["clip_actions"]
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, int | float) or not 0 < clip < math.inf):
+        raise UsageError(f"clip_actions: expected a finite number > 0 or None, got {clip!r}")
+
+
+def read_resume_model(path: Path) -> dict[str, Any]:
+    """The rsl_rl model to resume, read before anything is built so a wrong file is refused at once."""
+    if not path.is_file():
+        raise UsageError(f"--resume {path}: no such file")
+    try:
+        loaded = torch.load(path, weights_only=False, map_location="cpu")  # as rsl_rl's own load reads it
+    except Exception as error:  # an empty, truncated or foreign file: EOFError, UnpicklingError, RuntimeError, ...
+        raise UsageError(f"--resume {path}: not a readable torch file ({type(error).__name__}: {error})") from None
+    missing = [key for key in RSL_RL_MODEL_KEYS if not isinstance(loaded, dict) or key not in loaded]
+    if missing:
+        raise UsageError(f"--resume {path}: expected an rsl_rl model (OUT/model_<it>.pt of a PPO run); "
+                         f"it lacks {', '.join(missing)}")
+    return loaded
+
+
+def resumed_counters(path: Path, loaded: dict[str, Any]) -> dict[str, float]:
+    """The env steps and wall time that trained the model being resumed: saved in it by this CLI, else
+    (a model saved before the counters were) the run.json beside it when that describes this very model."""
+    infos = loaded.get("infos")
+    if isinstance(infos, dict) and isinstance(infos.get(COUNTERS), dict):
+        return {"env_steps": int(infos[COUNTERS]["env_steps"]), "wall_s": float(infos[COUNTERS]["wall_s"])}
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        record = json.loads((path.parent / "run.json").read_text())
+        if record["model"] == path.name:
+            return {"env_steps": int(record["env_steps"]), "wall_s": float(record["wall_s"])}
+    print(f"unilab-ppo: warning: --resume {path}: no record of the env steps that trained it; "
+          "counting from 0", file=sys.stderr)
+    return {"env_steps": 0, "wall_s": 0.0}
+
+
+def counting_runner(base: type) -> type:
+    """``base`` (rsl_rl's OnPolicyRunner, imported lazily: the ppo extra is optional) whose models carry the
+    run's cumulative env steps and wall time in rsl_rl's ``infos``; ``earlier`` holds a resumed model's."""
+
+    class CountingRunner(base):
+        earlier = {"env_steps": 0, "wall_s": 0.0}
+        started = 0.0
+
+        def learn(self, *args: Any, **kwargs: Any) -> None:
+            self.started = time.perf_counter()
+            super().learn(*args, **kwargs)
+
+        def counters(self) -> dict[str, float]:
+            return {"env_steps": self.earlier["env_steps"] + self.logger.tot_timesteps,
+                    "wall_s": self.earlier["wall_s"] + time.perf_counter() - self.started}
+
+        def save(self, path: str, infos: dict | None = None) -> None:  # learn() saves with infos=None
+            super().save(path, {**(infos or {}), COUNTERS: self.counters()})
+
+    return CountingRunner
+
+
 def default_factory() -> EnvFactory:
     from unilab import make_manager_based_rl_env
 
@@ -138,9 +215,9 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     args.num_envs = 64 if args.num_envs is None else args.num_envs
     if args.iterations < 1 or args.num_envs < 1:
         raise UsageError("--iterations and --num-envs must be >= 1")
-    if args.resume is not None and not args.resume.is_file():
-        raise UsageError(f"--resume {args.resume}: no such file")
     runner_cfg, env_overrides = split_ppo_overrides(args.overrides)
+    check_runner_numbers(runner_cfg, args.num_envs)
+    resumed = None if args.resume is None else read_resume_model(args.resume)
     if args.export != "none":
         from unilab_rl.export import ExportError, check_export_packages
 
@@ -168,30 +245,34 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
                                                       "mirror_loss_coeff": 0.0,
                                                       "data_augmentation_func": mirror_augmentation}
         apply_thread_policy(vec_env.device, None)
-        args.out.mkdir(parents=True, exist_ok=True)
         try:
-            runner = OnPolicyRunner(vec_env, given_cfg, log_dir=str(args.out), device=str(vec_env.device))
+            runner = counting_runner(OnPolicyRunner)(vec_env, given_cfg, log_dir=str(args.out),
+                                                     device=str(vec_env.device))
         except (TypeError, ValueError, KeyError, AttributeError) as error:  # a bad key or value in the config
             raise UsageError(f"rsl_rl rejected the runner config: {error}") from None
-        if args.resume is not None:
-            runner.load(str(args.resume))
-        started = time.perf_counter()
+        if resumed is not None:
+            runner.earlier = resumed_counters(args.resume, resumed)
+            try:
+                runner.load(str(args.resume), map_location=str(vec_env.device))
+            except (RuntimeError, KeyError, ValueError) as error:  # networks of another shape or config
+                raise UsageError(f"--resume {args.resume}: does not fit this run's runner config: {error}") from None
+        args.out.mkdir(parents=True, exist_ok=True)  # only now: bad input above leaves no trace in --out
         runner.learn(args.iterations, init_at_random_ep_len=False)
-        wall_s = time.perf_counter() - started
+        counters = runner.counters()
         model = args.out / f"model_{runner.current_learning_iteration}.pt"
-        env_steps = runner.logger.tot_timesteps
+        env_steps, wall_s = counters["env_steps"], counters["wall_s"]
         record = {"task": args.task, "backend": args.backend, "num_envs": args.num_envs, "seed": args.seed,
                   "algo": ALGO_NAME, "env_overrides": env_overrides, "runner_cfg": runner_cfg,
                   "clip_actions": clip_actions, "symmetry": args.symmetry,
                   "iterations": args.iterations, "env_steps": env_steps, "wall_s": wall_s, "model": model.name,
-                  "command": " ".join(sys.argv)}
+                  "resumed_from": None if args.resume is None else str(args.resume), "command": " ".join(sys.argv)}
         (args.out / "run.json").write_text(json.dumps(record, indent=1, default=str) + "\n")
         if args.export != "none":
             exported = export_ppo_policy(runner, env, record, model, args.export, args.out)
             print(f"unilab-ppo: exported {exported}")
     finally:
         env.close()
-    print(f"unilab-ppo: done, {args.iterations} iterations, {env_steps} env steps; model {model}")
+    print(f"unilab-ppo: done, {args.iterations} iterations, {env_steps} env steps in all; model {model}")
     return 0
 
 
@@ -234,15 +315,33 @@ def play_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     return 0
 
 
+class ClampedActions(nn.Module):
+    """An actor followed by rsl_rl's ``clip_actions`` clamp: what training (``RslRlVecEnv``) and --play
+    (``RslRlPolicy``) send to the env, so the exported graph computes it for any consumer."""
+
+    def __init__(self, actor: nn.Module, clip: float) -> None:
+        super().__init__()
+        self.actor = actor
+        self.clip = float(clip)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(obs).clamp(-self.clip, self.clip)
+
+
 def export_ppo_policy(runner: Any, env: Any, record: dict[str, Any], model: Path, fmt: str, out: Path) -> Path:
-    """The final actor (normalizer, MLP, distribution mean) with unilab-export's metadata."""
+    """The final actor (normalizer, MLP, distribution mean, the clip_actions clamp) with unilab-export's metadata."""
     from unilab_rl.cli.export import deployment_metadata
     from unilab_rl.export import SUFFIXES, export_policy
 
     actor = runner.alg.get_policy().as_jit().cpu().eval()
+    clip = record["clip_actions"]
+    if clip is not None:
+        actor = ClampedActions(actor, clip).eval()
     document = {"task": record["task"], "backend": record["backend"], "env_overrides": record["env_overrides"],
                 "algo": ALGO_NAME, "counters": {"env_steps": record["env_steps"], "wall_s": record["wall_s"]}}
     metadata = deployment_metadata(env, document, model, "latest")  # PPO keeps no averaged policy
+    if clip is not None:  # the network's own clamp, before the env's action_clip
+        metadata["output"]["clip"] = [-float(clip), float(clip)]
     path = out / f"policy{SUFFIXES[fmt]}"
     export_policy(actor, env.observation_spec[POLICY_GROUP], path, fmt, metadata)
     return path

@@ -21,9 +21,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from unilab_rl.algorithms import UnknownAlgorithm
+from unilab_rl.checkpoint import CheckpointError
+from unilab_rl.cli import train as train_cli
+from unilab_rl.cli import train_plan
 from unilab_rl.cli.metrics_sink import write_json_atomic
+from unilab_rl.cli.overrides import OverrideError
+from unilab_rl.cli.run_dir import RunDirError, check_file_target
+from unilab_rl.cli.run_record import RunRecordError
+from unilab_rl.cli.train_args import UsageError
+
+# What unilab-train reports as bad input (exit 2, nothing written): the errors its main catches.
+BAD_INPUT = (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -42,16 +53,21 @@ def run_side_by_side(seeds: list[int], out: Path, argv: list[str], progress_ever
     """Run ``gpu_walk --out OUT/seed-K --seed K ARGV`` for every seed at once, wait for all
     (printing each seed's latest log line every ``progress_every_s``), write and print the
     table. Exit code: an error's (>= 2) if any seed had one, else 1 if any seed's evaluation
-    failed, else 0."""
+    failed, else 0. A command some seed's run would refuse is refused here first, with
+    exit code 2 and nothing created under ``out``."""
+    refusal = refusal_of_any_seed(seeds, out, argv)
+    if refusal is not None:
+        print(f"gpu_walk: error: {refusal}", file=sys.stderr, flush=True)
+        return train_cli.EXIT_BAD_INPUT
     processes, logs = [], []
     for seed in seeds:
         folder = out / f"seed-{seed}"
         folder.mkdir(parents=True, exist_ok=True)
         logs.append(folder / "log.txt")
-        command = [sys.executable, "-m", "unilab_rl.cli.gpu_walk", "--out", str(folder), "--seed", str(seed), *argv]
+        command = [sys.executable, "-m", "unilab_rl.cli.gpu_walk", *seed_argv(seed, out, argv)]
         print(f"gpu_walk: seed {seed}: {' '.join(command[1:])} > {logs[-1]}", flush=True)
-        with logs[-1].open("w") as log:
-            processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+        with _open_log(logs[-1]) as log:
+            processes.append(start_process(command, log))
     try:
         codes = _wait(processes, logs, seeds, progress_every_s)
     except KeyboardInterrupt:  # stop every seed, not only the one being waited on
@@ -66,6 +82,68 @@ def run_side_by_side(seeds: list[int], out: Path, argv: list[str], progress_ever
         print(line, flush=True)
     errors = [code for code in codes if code not in (0, 1)]
     return max(errors) if errors else max(codes)
+
+
+def start_process(command: list[str], log: IO[str]) -> subprocess.Popen:
+    """One seed's process, its output into ``log`` (one place, so tests can stand in for it)."""
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+
+def seed_argv(seed: int, out: Path, argv: list[str]) -> list[str]:
+    """One seed's ``gpu_walk`` arguments: the same ones are checked and then run."""
+    return ["--out", str(out / f"seed-{seed}"), "--seed", str(seed), *argv]
+
+
+def refusal_of_any_seed(seeds: list[int], out: Path, argv: list[str]) -> str | None:
+    """The first seed's reason to refuse the command (naming the seed), or the table's, or None
+    when every seed's run would start. Reads only: a refused command must leave ``out`` as it was, so
+    each seed's process is checked here, before any is started or any folder created."""
+    from unilab_rl.cli import gpu_walk  # gpu_walk imports this module
+
+    _, tasks = train_cli.default_env_factory()
+    backends = train_cli.known_backends()
+    for seed in seeds:
+        try:
+            check_train_argv(gpu_walk.train_argv_of(seed_argv(seed, out, argv)), tasks, backends)
+            # This command's own files: one in the way fails now, not once the seeds have trained.
+            check_file_target(out / f"seed-{seed}" / "log.txt", "--out")
+        except BAD_INPUT as error:
+            return f"seed {seed}: {error}"
+    try:
+        check_file_target(out / "seeds.json", "--out")
+    except RunDirError as error:
+        return str(error)
+    return None
+
+
+def check_train_argv(argv: list[str], tasks: list[str], backends: list[str] | None) -> None:
+    """Check unilab-train's ``argv`` as its plan step does (``--out`` included), and the env
+    overrides as building the env would resolve them, without building or creating anything;
+    raises one of ``BAD_INPUT``."""
+    from unilab import task_config
+
+    parser = train_cli.build_parser(tasks, backends)
+
+    def refuse(message: str) -> None:  # argparse would print unilab-train's usage and exit
+        raise UsageError(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    args = parser.parse_intermixed_args(argv)
+    plan = train_plan.prepare(args, tasks, check_out=True, backends=backends)
+    try:  # prepare leaves the env's keys to the env; an unknown one would fail only in each process
+        task_config(args.task, plan["env_overrides"])
+    except (ValueError, KeyError) as error:  # as unilab-train's build_env reports them
+        raise UsageError(str(error).strip("'\"")) from None
+
+
+def _open_log(log: Path) -> IO[str]:
+    """``log`` to append to: a log a previous start left is kept, never truncated; the new
+    start is marked in it."""
+    stream = log.open("a")
+    if stream.tell() > 0:
+        stream.write(f"\n--- gpu_walk: started again {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+        stream.flush()
+    return stream
 
 
 def _wait(processes: list[subprocess.Popen], logs: list[Path], seeds: list[int], progress_every_s: float) -> list[int]:

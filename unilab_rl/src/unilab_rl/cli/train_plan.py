@@ -84,6 +84,10 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
     algo_config = validated(algorithm.config_class, base_algo, split.algo, "algorithm")
     if document is not None:
         check_resume_overrides(algo_config, document["algo_config"], split.algo, args.resume)
+    try:
+        algo_config.check_replay_holds_a_start(args.num_envs)
+    except ValueError as error:
+        raise UsageError(f"--num-envs {args.num_envs}: {error}") from None
     runner_config = validated(RunnerConfig, bases["runner"], split.runner, "runner")
     if runner_config.overlap_learning and (args.nproc > 1 or distributed.rank_from_environment() is not None):
         raise UsageError("overlap_learning=true runs in one process only: its learner stream has not been checked "
