@@ -167,6 +167,40 @@ def test_overwrite_replaces_the_old_run_and_resume_continues_it(run_copy, capsys
             "--overwrite would delete")
 
 
+def test_overwrite_also_removes_the_old_runs_snapshots_and_their_left_temporary_files(run_copy, capsys):
+    # Left behind, the old run's snapshots were judged by unilab-eval as the new run's.
+    (run_copy / "checkpoint-40steps.pt").write_bytes((run_copy / "checkpoint.pt").read_bytes())
+    (run_copy / ".checkpoint-90s.pt.123.tmp").write_text("a killed save")
+    assert run_train(base_args(run_copy) + ["--overwrite", *TINY_TOKENS]) == 0
+    assert not (run_copy / "checkpoint-40steps.pt").exists() and not (run_copy / ".checkpoint-90s.pt.123.tmp").exists()
+
+
+def test_resuming_a_snapshot_into_its_own_directory_is_refused_and_keeps_the_newer_checkpoint(run_copy, capsys):
+    snapshot = run_copy / "checkpoint-40steps.pt"
+    snapshot.write_bytes((run_copy / "checkpoint.pt").read_bytes())
+    before = tree_digests(run_copy)
+    refused(capsys, base_args(run_copy) + ["--resume", str(snapshot), *TINY_TOKENS],
+            f"--out {run_copy} already holds a run", f"--resume {run_copy / 'checkpoint.pt'}")
+    assert tree_digests(run_copy) == before
+
+
+@pytest.mark.parametrize("name", ["checkpoint.pt", "checkpoint-40steps.pt", "run.json", "metrics.jsonl"])
+def test_a_json_output_that_would_replace_a_runs_own_file_is_refused(run_copy, tmp_path, capsys, name):
+    before = tree_digests(run_copy)
+    for flag in ("--summary-json", "--curve-json"):
+        refused(capsys, base_args(tmp_path / "new") + [flag, str(run_copy / name), *TINY_TOKENS],
+                f"{flag} {run_copy / name} would replace a run's own file ({name})")
+    refused(capsys, base_args(tmp_path / "new") + ["--summary-json", str(tmp_path / "new" / name), *TINY_TOKENS],
+            "would replace a run's own file")  # this run's own directory, before it holds anything
+    assert tree_digests(run_copy) == before and not (tmp_path / "new").exists()
+
+
+def test_the_curve_and_the_summary_cannot_share_a_file(tmp_path, capsys):
+    same = str(tmp_path / "out.json")
+    refused(capsys, base_args(tmp_path / "new") + ["--curve-json", same, "--summary-json", same, *TINY_TOKENS],
+            f"--curve-json and --summary-json are both {same}")
+
+
 # ---- 3. one live run per directory ----------------------------------------------------------
 
 def test_a_directory_a_live_run_holds_is_refused(run_copy, capsys):

@@ -25,9 +25,11 @@ import time
 from pathlib import Path
 
 LOCK_NAME = ".unilab-train.lock"
-# What makes a directory hold a run (written by unilab-train and nothing else).
-RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "summary.json", "tensorboard")
-STALE_SAVE_GLOB = ".checkpoint.pt.*.tmp"  # checkpoint.save_checkpoint's temporary files
+# What makes a directory hold a run (written by unilab-train and nothing else): these names,
+# and the snapshots kept beside the checkpoint (runner.snapshot_at_s / snapshot_at_steps).
+RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "summary.json", "tensorboard", "run.json")
+SNAPSHOT_GLOB = "checkpoint-*.pt"
+STALE_SAVE_GLOB = ".checkpoint*.pt.*.tmp"  # checkpoint.save_checkpoint's temporary files, snapshots' too
 
 
 class RunDirError(ValueError):
@@ -48,17 +50,27 @@ def check_writable(path: Path, flag: str) -> None:
         raise RunDirError(f"{flag} {path} is not writable: permission denied on {probe}")
 
 
-def check_file_target(path: Path, flag: str) -> None:
-    """``path`` can become a file: not a directory, and its directory can be written."""
+def check_file_target(path: Path, flag: str, out: Path | None = None) -> None:
+    """``path`` can become a file: not a directory, not a run's own file (in ``out``, this
+    command's run directory, or in a directory that holds a run: writing there would destroy
+    that run's checkpoint or records), and its directory can be written."""
     if path.is_dir():
         raise RunDirError(f"{flag} {path} is a directory; give a file path")
+    in_a_run = (out is not None and path.parent.resolve() == out.resolve()) or bool(run_files(path.parent))
+    if in_a_run and (is_run_file_name(path.name) or path.name == LOCK_NAME):
+        raise RunDirError(f"{flag} {path} would replace a run's own file ({path.name}); give another file name")
     check_writable(path.parent, flag)
 
 
+def is_run_file_name(name: str) -> bool:
+    return name in RUN_FILES or Path(name).match(SNAPSHOT_GLOB)
+
+
 def run_files(out: Path) -> list[str]:
-    """The run files in ``out`` (``tensorboard`` a directory, the others files)."""
-    return [name for name in RUN_FILES
-            if ((out / name).is_dir() if name == "tensorboard" else (out / name).is_file())]
+    """The run files in ``out`` (``tensorboard`` a directory, the others files), snapshots last."""
+    named = [name for name in RUN_FILES
+             if ((out / name).is_dir() if name == "tensorboard" else (out / name).is_file())]
+    return named + sorted(path.name for path in out.glob(SNAPSHOT_GLOB) if path.is_file())
 
 
 def lock_holder(out: Path) -> str | None:
@@ -90,9 +102,9 @@ def check_run_dir(out: Path, resume: Path | None, overwrite: bool, locked_by_us:
     existing = run_files(out)
     if not existing or overwrite:
         return
-    if resume is not None and resume.resolve().parent == out.resolve():
-        return  # continuing this directory's own run
     own = out / "checkpoint.pt"
+    if resume is not None and resume.resolve() == own.resolve():
+        return  # continuing this directory's own run (a snapshot of it would overwrite the newer checkpoint)
     hint = f"continue it with --resume {own}, " if own.exists() else ""
     raise RunDirError(f"--out {out} already holds a run ({', '.join(existing)}); {hint}choose another --out, "
                       "or pass --overwrite to replace it")

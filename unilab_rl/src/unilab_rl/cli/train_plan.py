@@ -95,9 +95,11 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
     if check_out:  # data-parallel ranks other than 0 write nothing
         try:
             check_run_dir(args.out, args.resume, args.overwrite)
+            if args.curve_json is not None and args.curve_json == args.summary_json:
+                raise RunDirError(f"--curve-json and --summary-json are both {args.curve_json}; give two files")
             for flag, path in (("--curve-json", args.curve_json), ("--summary-json", args.summary_json)):
                 if path is not None:
-                    check_file_target(path, flag)
+                    check_file_target(path, flag, out=args.out)
         except RunDirError as error:
             raise UsageError(str(error)) from None
     return {"algo_config": algo_config, "runner_config": runner_config, "env_overrides": env_overrides,
