@@ -359,3 +359,25 @@ def test_bench_refuses_bad_numbers_before_building(tmp_path, capsys, flag, value
     assert bench_cli.main(argv, factory=factory) == BAD_INPUT
     assert f"{flag} must be" in capsys.readouterr().err
     assert not built and not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize(("override", "fragment"), [
+    ("runner.snapshot_at_s=nan", "snapshot_at_s.0='nan': Input should be a finite number"),
+    ("runner.snapshot_at_s=0.1000001,0.1000002,0.5", "would share the snapshot file name(s) ['checkpoint-0.1s.pt']"),
+])
+def test_snapshot_times_that_could_never_be_kept_apart_are_refused(tmp_path, capsys, override, fragment):
+    # nan was accepted and never due; two times 1e-7 apart were kept in one file, the later replacing the earlier.
+    refused(capsys, base_args(tmp_path / "run") + [override, *TINY_TOKENS], fragment)
+    assert not (tmp_path / "run").exists()
+
+
+def test_learner_settings_refused_by_the_learner_are_usage_errors_not_tracebacks(tmp_path, capsys):
+    pytest.importorskip("unilab")
+    argv = ["--task", "g1_motion_tracking", "--backend", "mujoco", "--num-envs", "2", "--steps", "4", "--out",
+            str(tmp_path / "run"), "--no-progress", "--no-tensorboard", "batch_size=32", "learning_starts=64",
+            "actor_width=16", "critic_width=16"]
+    assert train_cli.main(argv + ["symmetry_augmentation=true"]) == BAD_INPUT
+    assert "symmetry_augmentation=true needs a task that declares its left-right mirror" in capsys.readouterr().err
+    refused(capsys, base_args(tmp_path / "run") + ["--algo", "fastsac", "v_min=5", "v_max=1", *TINY_TOKENS],
+            "bad algorithm override: Value error, v_max must exceed v_min, got [5.0, 1.0]")
+    assert not (tmp_path / "run").exists()

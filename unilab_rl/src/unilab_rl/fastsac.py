@@ -13,7 +13,7 @@ import math
 from typing import Any, ClassVar
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from unilab_rl.algo_config import OffPolicyConfig
 from unilab_rl.contract import (
@@ -69,6 +69,12 @@ class FastSACConfig(OffPolicyConfig):
         False, description="torch.compile each update's loss math (normalization, sampling, the C51 target "
         "and projection, the losses) around the networks, as one graph per loss with its backward")
 
+    @model_validator(mode="after")
+    def _support_is_an_interval(self) -> FastSACConfig:
+        if self.v_max <= self.v_min:
+            raise ValueError(f"v_max must exceed v_min, got [{self.v_min}, {self.v_max}]")
+        return self
+
 
 class FastSAC:
     """FastSAC learner and policy for one EnvSpec (actor reads "policy", critic "critic")."""
@@ -76,8 +82,6 @@ class FastSAC:
     name = "fastsac"
 
     def __init__(self, spec: EnvSpec, config: FastSACConfig, device: torch.device) -> None:
-        if config.v_max <= config.v_min:
-            raise ValueError(f"v_max must exceed v_min, got [{config.v_min}, {config.v_max}]")
         self.config = config
         self.device = device
         self.gradient_hook: GradientHook | None = None

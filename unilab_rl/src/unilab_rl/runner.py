@@ -27,7 +27,7 @@ from unilab_rl.timing import SampledPhaseTimer
 
 
 class RunnerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     log_every: int = Field(50, ge=1, description="vectorized env steps between log flushes")
     checkpoint_every: int = Field(5000, ge=1, description="vectorized env steps between checkpoints")
@@ -65,6 +65,12 @@ class RunnerConfig(BaseModel):
         if any(t <= 0 for t in value) or list(value) != sorted(set(value)):
             unit = "seconds" if info.field_name == "snapshot_at_s" else "env-step counts"
             raise ValueError(f"expected strictly increasing positive {unit}, got {value}")
+        if info.field_name == "snapshot_at_s":  # one file per time: a later one would replace an earlier
+            names = [snapshot_name(t) for t in value]
+            shared = sorted({name for name in names if names.count(name) > 1})
+            if shared:
+                raise ValueError(f"times {value} would share the snapshot file name(s) {shared}; give times that "
+                                 "differ in their first 6 significant digits")
         return value
 
 

@@ -67,5 +67,7 @@ def validated(model: type[BaseModel], base: dict[str, object], updates: dict[str
         return model.model_validate({**base, **updates})
     except ValidationError as error:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}={e.get('input')!r}: {e['msg']}" for e in error.errors())
+            # A check across fields (a model validator) has no location: its message names them.
+            f"{'.'.join(str(p) for p in e['loc'])}={e.get('input')!r}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in error.errors())
         raise OverrideError(f"bad {what} override: {problems}") from None

@@ -149,6 +149,8 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
     started = time.perf_counter()
     try:
         agent = build_agent(args.algo, spec, config, spec.device)
+    except ValueError as error:  # a setting this env cannot serve (symmetry on a task without a mirror)
+        raise UsageError(str(error)) from None
     except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
         raise UsageError(f"building the {args.algo} learner failed ({type(error).__name__}: {error}); check the "
                          "network overrides (actor_width, critic_width, ...)") from None
