@@ -89,3 +89,20 @@ def test_stopping_frees_the_process_group_so_no_gloo_thread_runs_into_interprete
         # The group's threads are named after gloo: seen before the stop, gone after it.
         assert [name for name in record["threads_before_stop"] if "gloo" in name], record["threads_before_stop"]
         assert not [name for name in record["threads_after_stop"] if "gloo" in name], record["threads_after_stop"]
+
+
+def test_after_a_resume_each_rank_but_the_main_one_draws_a_stream_of_its_own():
+    from unilab_rl.cli.train import reseed_other_ranks
+    from unilab_rl.distributed import RankInfo
+
+    def draws_after_resume(rank):
+        torch.manual_seed(123)  # the main rank's state, which restore() puts on every rank
+        reseed_other_ranks(rank, seed=7, env_steps=4096)
+        return torch.rand(4)
+
+    main, first, second = (draws_after_resume(RankInfo(r, 3, r)) for r in range(3))
+    torch.manual_seed(123)
+    assert torch.equal(main, torch.rand(4))  # the main rank continues the checkpoint's stream
+    assert not torch.equal(first, main) and not torch.equal(second, main) and not torch.equal(first, second)
+    assert torch.equal(first, draws_after_resume(RankInfo(1, 3, 1)))  # reproducible
+    assert draws_after_resume(None).equal(main)  # a single-process run is untouched

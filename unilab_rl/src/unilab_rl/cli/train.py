@@ -183,7 +183,18 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
         except (RuntimeError, KeyError, ValueError, TypeError) as error:
             raise CheckpointError(f"--resume {args.resume}: its learner state does not fit the {args.algo} learner "
                                   f"of this command ({type(error).__name__}: {str(error).splitlines()[0]})") from None
+        reseed_other_ranks(rank, args.seed, runner.env_steps)
     return agent, runner
+
+
+def reseed_other_ranks(rank: distributed.RankInfo | None, seed: int, env_steps: int) -> None:
+    """After a resume, give each rank but the main one a stream of its own again: the
+    checkpoint holds the main rank's random state, which ``restore`` put on every rank, so
+    all would draw the same exploration noise and replay indices. From the rank's seed and
+    the resumed step count, so a resume is reproducible."""
+    if rank is None or rank.is_main:
+        return
+    torch.manual_seed((seed + rank.rank) * 1_000_003 + env_steps)
 
 
 def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backends: list[str] | None = None) -> int:
