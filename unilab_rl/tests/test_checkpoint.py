@@ -11,6 +11,7 @@ from unilab_rl.checkpoint import (
     save_checkpoint,
 )
 from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.snapshot_names import snapshot_name
 
 
 def make_runner(algo, out_dir):
@@ -137,6 +138,21 @@ def test_snapshots_keep_the_learner_as_it_was_when_each_came_due(tmp_path):
     final = load_checkpoint(tmp_path / "checkpoint.pt")
     assert early["counters"]["env_steps"] == 8 and final["counters"]["env_steps"] == 12 * 8
     assert not (tmp_path / "checkpoint-1e+06s.pt").exists()
+
+
+def test_a_resumed_session_keeps_the_snapshot_times_its_run_already_passed(tmp_path):
+    # Each session used to count from its own first step, so a resumed one wrote the same
+    # times again, over the earlier session's snapshots.
+    runner = make_runner("fastsac", tmp_path)
+    runner.config = RunnerConfig(log_every=5, checkpoint_every=1000, snapshot_at_s=(1e-9,))
+    runner.train(max_env_steps=4 * 8)
+    first = (tmp_path / "checkpoint-1e-09s.pt").read_bytes()
+    trained_s = runner.elapsed_before_resume_s
+    runner.config = RunnerConfig(log_every=5, checkpoint_every=1000, snapshot_at_s=(1e-9, trained_s + 1e-6))
+    runner.train(max_env_steps=runner.env_steps + 4 * 8)
+    assert (tmp_path / "checkpoint-1e-09s.pt").read_bytes() == first
+    later = load_checkpoint(tmp_path / snapshot_name(trained_s + 1e-6))  # due by the run's total training time
+    assert later["counters"]["env_steps"] == 5 * 8
 
 
 def test_snapshots_without_an_output_directory_are_refused_before_training(tmp_path):

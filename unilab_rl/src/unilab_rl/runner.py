@@ -32,9 +32,10 @@ class RunnerConfig(BaseModel):
     log_every: int = Field(50, ge=1, description="vectorized env steps between log flushes")
     checkpoint_every: int = Field(5000, ge=1, description="vectorized env steps between checkpoints")
     timing_sample_every: int = Field(10, ge=1, description="steps between phase timings (CUDA events, no sync)")
-    snapshot_at_s: tuple[float, ...] = Field((), description="seconds of training (this session's clock, "
-                                             "from its first step) after which a copy of the learner is kept "
-                                             "as checkpoint-<S>s.pt, to judge how soon a run learned")
+    snapshot_at_s: tuple[float, ...] = Field((), description="seconds of training (from the first step, "
+                                             "resumed sessions included, as the checkpoint's wall_s counts them) "
+                                             "after which a copy of the learner is kept as checkpoint-<S>s.pt, "
+                                             "to judge how soon a run learned")
     snapshot_at_steps: tuple[int, ...] = Field((), description="env steps of the run (summed over envs, "
                                                "resumed sessions included) after which a copy of the learner "
                                                "is kept as checkpoint-<N>steps.pt: the same judgement by "
@@ -168,10 +169,12 @@ class OffPolicyRunner:
               progress: bool = False) -> TrainResult:
         if max_env_steps is None and max_seconds is None:
             raise ValueError("give a budget: max_env_steps or max_seconds")
-        snapshots_due = list(self.config.snapshot_at_s)
+        # A resumed run kept the times and counts it had passed in its earlier sessions (a new
+        # session's clock would otherwise write them again, over the earlier snapshots).
+        trained_before_s = self.elapsed_before_resume_s
+        snapshots_due = [t for t in self.config.snapshot_at_s if t > trained_before_s]
         if snapshots_due and self.out_dir is None:
             raise ValueError("runner.snapshot_at_s: snapshots need an output directory (--out)")
-        # A resumed run kept the counts it had passed in its earlier sessions.
         step_snapshots_due = [n for n in self.config.snapshot_at_steps if n > self.env_steps]
         if step_snapshots_due and self.out_dir is None:
             raise ValueError("runner.snapshot_at_steps: snapshots need an output directory (--out)")
@@ -207,7 +210,7 @@ class OffPolicyRunner:
                     self._advance_bar(bar, last_metrics, now - start, max_seconds)
             if self.out_dir is not None and self.iterations % self.config.checkpoint_every == 0:
                 self.save(self.out_dir / "checkpoint.pt")
-            while snapshots_due and time.perf_counter() - start >= snapshots_due[0]:
+            while snapshots_due and trained_before_s + time.perf_counter() - start >= snapshots_due[0]:
                 self.save(self.out_dir / snapshot_name(snapshots_due.pop(0)))
             while step_snapshots_due and self.env_steps >= step_snapshots_due[0]:
                 self.save(self.out_dir / step_snapshot_name(step_snapshots_due.pop(0)))
