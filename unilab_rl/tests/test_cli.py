@@ -309,6 +309,17 @@ def test_a_goal_on_a_metric_the_env_does_not_declare_is_bad_input(tmp_path, caps
     assert not (out / "metrics.jsonl").exists()
 
 
+def test_goals_take_the_metrics_a_single_process_run_logs_and_keep_their_thresholds_exactly(tmp_path, capsys):
+    out = tmp_path / "run"
+    # Logged by every run, refused before; the all-ranks rate, logged only by several ranks, accepted before.
+    goals = ["--goal", "progress/replay_transitions>=1", "--goal", "collector/episodes>=1234567"]
+    assert run_train(base_args(out) + [*TINY_TOKENS, *goals]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["goals"] == ["progress/replay_transitions>=1.0", "collector/episodes>=1234567.0"]  # was 1.23457e+06
+    assert run_train(base_args(tmp_path / "b") + [*TINY_TOKENS, "--goal", "perf/env_steps_per_s_all_ranks>0"]) == 2
+    assert "unknown metric 'perf/env_steps_per_s_all_ranks'" in capsys.readouterr().err
+
+
 def test_start_up_is_said_and_kept_apart_from_the_training_budget(tmp_path, capsys, monkeypatch):
     # A slow env build must show up as start-up, not as training time.
     import time as time_module

@@ -48,7 +48,9 @@ class Goal:
         return value is not None and _OPS[self.op](value, self.threshold)
 
     def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.threshold:g}"
+        # The shortest text that reads back as the same number: run.json keeps goals as text,
+        # and --config reads them again (":g" rounded 1234567 to 1.23457e+06).
+        return f"{self.metric}{self.op}{self.threshold!r}"
 
 
 def check_known(goals: Iterable[Goal], known: Iterable[str]) -> None:

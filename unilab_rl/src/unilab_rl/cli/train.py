@@ -81,7 +81,8 @@ EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
 PROGRESS_LINE_EVERY_S = 10.0  # stdout not a terminal: status lines instead of a bar
 NO_PROGRESS_LINE_EVERY_S = 30.0  # --no-progress
-RUNNER_METRICS = ("perf/env_steps_per_s", "perf/env_steps_per_s_all_ranks", "progress/updates")
+RUNNER_METRICS = ("perf/env_steps_per_s", "progress/updates", "progress/replay_transitions")
+DATA_PARALLEL_METRICS = ("perf/env_steps_per_s_all_ranks",)  # logged only when several ranks run
 
 
 def default_env_factory() -> tuple[EnvFactory, list[str]]:
@@ -226,7 +227,9 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
         except ContractViolation as error:  # e.g. an override dropped an observation group the learner reads
             raise UsageError(f"the env built from this command does not fit the runner: {error}") from None
         try:  # a goal on a metric this run never logs is a typo: refuse it before training
-            check_known(plan["goals"], [*COLLECTOR_METRICS, *RUNNER_METRICS, *(f"env/{n}" for n in spec.metric_names)])
+            ranked = DATA_PARALLEL_METRICS if rank is not None and rank.world_size > 1 else ()
+            check_known(plan["goals"], [*COLLECTOR_METRICS, *RUNNER_METRICS, *ranked,
+                                        *(f"env/{n}" for n in spec.metric_names)])
         except GoalError as error:
             raise UsageError(str(error)) from None
         apply_thread_policy(spec.device, args.torch_threads)
