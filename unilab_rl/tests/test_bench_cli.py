@@ -92,6 +92,18 @@ def test_bench_learner_refuses_bad_counts_before_building_anything(tmp_path, cap
     assert not record_path.exists()
 
 
+def test_a_record_path_that_cannot_be_written_is_refused_before_the_benchmark_runs(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+
+    def no_factory(*args, **kwargs):
+        raise AssertionError("the env must not be built when the record cannot be written")
+
+    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--json", str(blocker / "x.json")]
+    assert bench_cli.main(argv, factory=no_factory) == 2
+    assert f"--json {blocker} is not writable: {blocker} is a file" in capsys.readouterr().err
+
+
 def test_heaviest_kernels_ranks_names_by_their_summed_device_time_per_call():
     from unilab_rl.cli.bench_learner import heaviest_kernels
 

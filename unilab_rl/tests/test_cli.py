@@ -167,6 +167,21 @@ def test_resume_from_another_task_or_a_corrupt_file_changes_nothing(tmp_path, ca
     assert not (tmp_path / "run2" / "checkpoint.pt").exists()
 
 
+def test_play_refuses_a_video_path_it_could_not_write_before_playing(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    capsys.readouterr()
+
+    def no_factory(*args, **kwargs):
+        raise AssertionError("no episode is played when the video cannot be written")
+
+    argv = ["--checkpoint", str(out / "checkpoint.pt"), "--episodes", "1", "--video", str(blocker / "v.mp4")]
+    assert play_cli.main(argv, factory=no_factory) == 2
+    assert f"--video {blocker} is not writable" in capsys.readouterr().err
+
+
 def test_play_runs_deterministic_episodes_from_the_checkpoint_task(tmp_path, capsys):
     out = tmp_path / "run"
     assert run_train(base_args(out) + TINY_TOKENS) == 0

@@ -29,6 +29,7 @@ import torch
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
+from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.run_record import git_commit
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
@@ -136,8 +137,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
     if args.num_envs < 1:
         raise ValueError(f"--num-envs must be >= 1, got {args.num_envs}")
-    if args.json is not None and args.json.is_dir():
-        raise ValueError(f"--json {args.json} is a directory; give a file path")
+    if args.json is not None:  # before the benchmark runs, not after
+        check_file_target(args.json, "--json")
 
 
 def bench_runner(args: argparse.Namespace, factory: EnvFactory):

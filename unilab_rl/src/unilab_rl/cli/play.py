@@ -17,6 +17,7 @@ import torch
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
+from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
 
@@ -110,6 +111,8 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     document = load_checkpoint(args.checkpoint)
     if args.video is not None and args.video.suffix != ".mp4":
         raise ValueError(f"--video {args.video}: expected a .mp4 path")
+    if args.video is not None:  # before the episode is played, not after
+        check_file_target(args.video, "--video")
     backend = args.backend or document["backend"]
     overrides = task_overrides(document["env_overrides"])
     try:
