@@ -68,6 +68,8 @@ def test_friction_write_changes_only_that_env(backend):
 def test_bad_nthread_and_unavailable_cuda_are_rejected(builtin_model):
     with pytest.raises(unisim.ContractViolation, match="nthread"):
         unisim.create_backend("mujoco", model=builtin_model, num_envs=1, nthread=0)
+    with pytest.raises(unisim.ContractViolation, match=r"nthread: expected an int >= 1, got True"):  # not 1 thread
+        unisim.create_backend("mujoco", model=builtin_model, num_envs=1, nthread=True)
     if not torch.cuda.is_available():
         with pytest.raises(unisim.ContractViolation, match="CUDA is not available"):
             unisim.create_backend("mujoco", model=builtin_model, num_envs=1, device="cuda")

@@ -126,7 +126,7 @@ class MujocoHostBackend(SimBackend):
 
         if nthread is None:
             nthread = len(os.sched_getaffinity(0))
-        if not isinstance(nthread, int) or nthread < 1:
+        if not isinstance(nthread, int) or isinstance(nthread, bool) or nthread < 1:
             raise ContractViolation(f"nthread: expected an int >= 1, got {nthread!r}")
         self._nthread = nthread
         self._pool = rollout.Rollout(nthread=nthread)
