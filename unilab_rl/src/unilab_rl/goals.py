@@ -50,7 +50,8 @@ class Goal:
     def __str__(self) -> str:
         # The shortest text that reads back as the same number: run.json keeps goals as text,
         # and --config reads them again (":g" rounded 1234567 to 1.23457e+06).
-        return f"{self.metric}{self.op}{self.threshold!r}"
+        exact = int(self.threshold) if float(self.threshold).is_integer() else self.threshold
+        return f"{self.metric}{self.op}{exact!r}"
 
 
 def check_known(goals: Iterable[Goal], known: Iterable[str]) -> None:
