@@ -8,7 +8,9 @@ task a sweep of fixed commands, each from a standing start. The protocol runs on
 play variant (no observation noise, pushes or curriculum) with the checkpoint's env
 overrides, then the ``key=value`` overrides given here (e.g. a different evaluation variant
 with ``--task``). A training override of a term the play variant removed (a curriculum stage, a
-push interval) is dropped and listed in the report; ``eval.KEY=VALUE`` changes a parameter of the protocol itself (e.g.
+push interval) is dropped and listed in the report, as is a training ``episode_length_s`` (the play
+variant's episodes outlast the protocol: a time-out would reset a row mid-case and hide a fall);
+``eval.KEY=VALUE`` changes a parameter of the protocol itself (e.g.
 ``eval.envs_per_command=4 eval.seconds=3`` for a quick look; the report records them). With several ``--backends`` the same protocol, commands and seed run on
 each (sim-to-sim), one table. Writes ``report.json`` and ``report.png`` under ``--out``.
 
@@ -46,10 +48,15 @@ from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli.judged import Judged, judged_checkpoints, judged_exports
 from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
+from unilab_rl.cli.run_dir import check_writable
 from unilab_rl.export import ExportError
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+# Env settings the evaluation's play variant fixes for its protocol, whatever the training run
+# set: a training run's short episodes would time rows out mid-case, reset them and have their
+# restarted state measured (a fall hidden by a time-out).
+PROTOCOL_SETTINGS = ("episode_length_s",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +87,8 @@ def evaluate(args: argparse.Namespace) -> int:
     from unilab.evaluation import task_evaluation
     from unilab.registry import task_config
 
+    if args.out is not None:  # a folder for report.json: checked before anything is loaded, not after the run
+        check_writable(args.out, "--out")
     tokens = parse_tokens(args.overrides)
     options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
     if args.latest_actor and args.policy is not None:
@@ -146,17 +155,20 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
     """The checkpoint's env overrides on the evaluation task, then those given here.
 
     A training override of a term the play variant removed (a curriculum stage, a push's
-    interval) has nothing to act on there; it is dropped and the report lists it. Overrides
-    given here are not: a key that misses is an error, as for any env."""
+    interval) has nothing to act on there; it is dropped and the report lists it. So is one of
+    the settings the protocol owns (``PROTOCOL_SETTINGS``). Overrides given here are not: a key
+    that misses is an error, as for any env."""
     from unilab.config import overrides_without_target, task_overrides
     from unilab.registry import task_config
 
     trained = task_overrides(trained)  # how the training env ran (CUDA graphs, checks) is decided here
     dropped = overrides_without_target(task_config(task), trained)
+    dropped += [k for k in trained if k.removeprefix("env.") in PROTOCOL_SETTINGS and k not in dropped]
     overrides = {**{k: v for k, v in trained.items() if k not in dropped},
                  **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
     if dropped:
-        print(f"unilab-eval: training overrides not in {task}, dropped: {', '.join(dropped)}", flush=True)
+        print(f"unilab-eval: training overrides not in {task} or set by its evaluation, dropped: {', '.join(dropped)}",
+              flush=True)
     return overrides, dropped
 
 

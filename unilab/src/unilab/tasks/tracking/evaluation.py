@@ -17,7 +17,8 @@ own (absolute) poses:
   which tells a drift that grows along the clip from an error that is there from the start.
 
 A clip passes with success >= ``min_success`` and MPKPE <= ``max_mpkpe_mm``; the report
-passes when every clip does.
+passes when every clip does. An env whose episodes time out before its longest clip ends is
+refused: that time-out, a truncation like the clip's end, would count as a success.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class MotionEvaluation:
         if lib.num_clips != self.num_clips or env.num_envs != self.num_envs():
             raise ValueError(f"env: the evaluation needs {self.num_clips} clips x {cfg.envs_per_clip} envs, "
                              f"the env has {lib.num_clips} clips and {env.num_envs} envs")
+        if env.max_episode_length <= int(lib.length.max()):  # a time-out is a truncation: it would count as success
+            raise ValueError(f"episode_length_s: the env's episodes ({env.max_episode_length} steps) time out before "
+                             f"its longest clip ends ({int(lib.length.max())} frames); evaluate with longer episodes "
+                             "(the play variant's own)")
         dev, n = env.device, env.num_envs
         clips = torch.arange(self.num_clips, device=dev).repeat_interleave(cfg.envs_per_clip)
         term.assign(clips)

@@ -19,7 +19,9 @@ deterministic policy. Per command it reports:
   and ``fall_rate < max_fall_rate``.
 
 The report passes when every command passes. Every command must lie inside the training
-range (the ranges the command ends its curriculum with), checked when the sweep is built.
+range (the ranges the command ends its curriculum with), checked when the sweep is built. An
+env whose episodes time out within the sweep is refused: a timed-out row is reset and its
+restarted state would be measured as a row still up (only a termination counts as a fall).
 """
 
 from __future__ import annotations
@@ -88,19 +90,22 @@ class VelocitySweep:
             raise ValueError(f"command {cfg.command_name!r} is a {type(term).__name__}; "
                              "the velocity sweep holds a UniformVelocityCommand")
         dev = env.device
+        steps = math.ceil(cfg.seconds / env.step_dt - 1e-9)
+        settle = math.ceil(cfg.settle_s / env.step_dt - 1e-9)
+        _check_episode_length(env, steps, cfg.seconds)
         commands = torch.tensor(cfg.commands, dtype=torch.float32, device=dev).repeat_interleave(e, dim=0)
         term.hold(commands)
         try:
             obs = env.reset()
-            steps = math.ceil(cfg.seconds / env.step_dt - 1e-9)
-            settle = math.ceil(cfg.settle_s / env.step_dt - 1e-9)
             n = env.num_envs
             fell = torch.zeros(n, dtype=torch.bool, device=dev)
+            timed_out = torch.zeros(n, dtype=torch.bool, device=dev)
             twist_sum = torch.zeros(n, 3, device=dev)
             instant_err_sum = torch.zeros(n, device=dev)
             tilt_sq_sum = torch.zeros(n, device=dev)
             for k in range(steps):
-                obs, _, terminated, _, _ = env.step(policy(obs))
+                obs, _, terminated, truncated, _ = env.step(policy(obs))
+                timed_out |= truncated & ~terminated & ~fell  # read once, after the loop (no sync per step)
                 fell |= terminated
                 if k >= settle:  # the state physics reached, for rows still up (a fallen row was reset)
                     robot = env.robot
@@ -111,6 +116,9 @@ class VelocitySweep:
                     tilt_sq_sum += robot.root_ang_vel_b[:, :2].square().sum(dim=1) * up[:, 0]
         finally:
             term.hold(None)
+        if bool(timed_out.any()):  # another time-out term of the env: a restarted row would be measured as up
+            raise ValueError(f"env: {int(timed_out.sum())} envs timed out (truncated) within the sweep's "
+                             f"{cfg.seconds} s; the sweep needs an env whose episodes outlast it")
         window = steps - settle
         mean_twist = twist_sum / window  # rows that fell are excluded below
         return self._report(commands, fell, mean_twist, instant_err_sum / window, (tilt_sq_sum / window).sqrt(),
@@ -194,3 +202,12 @@ class VelocitySweep:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
         plt.close(fig)
+
+
+def _check_episode_length(env: Any, steps: int, seconds: float) -> None:
+    """Refuse, before the sweep runs, an env whose episodes time out within it: a timed-out row is
+    reset and its restarted state measured as a row still up (only a termination counts as a fall)."""
+    if env.max_episode_length <= steps:
+        raise ValueError(f"episode_length_s: the env's episodes ({env.max_episode_length} steps of "
+                         f"{env.step_dt} s) time out within the sweep's {seconds} s ({steps} steps); "
+                         "evaluate with longer episodes (the play variant's own)")

@@ -171,6 +171,10 @@ def g1_motion_tracking_play() -> EnvCfg:
     return _play(g1_motion_tracking())
 
 
+def g1_motion_tracking_no_state_estimation_play() -> EnvCfg:
+    return _play(g1_motion_tracking_no_state_estimation())  # its own policy observations, not the full set
+
+
 def g1_motion_tracking_walk_run_play() -> EnvCfg:
     return _play(g1_motion_tracking_walk_run())
 
@@ -186,6 +190,10 @@ def g1_motion_tracking_evaluation() -> MotionEvaluation:
     return _evaluation("g1_motion_tracking_play", g1_motion_tracking())
 
 
+def g1_motion_tracking_no_state_estimation_evaluation() -> MotionEvaluation:
+    return _evaluation("g1_motion_tracking_no_state_estimation_play", g1_motion_tracking_no_state_estimation())
+
+
 def g1_motion_tracking_walk_run_evaluation() -> MotionEvaluation:
     return _evaluation("g1_motion_tracking_walk_run_play", g1_motion_tracking_walk_run())
 
@@ -194,9 +202,14 @@ register_task("g1_motion_tracking", g1_motion_tracking)
 register_task("g1_motion_tracking_no_state_estimation", g1_motion_tracking_no_state_estimation)
 register_task("g1_motion_tracking_dr", g1_motion_tracking_dr)
 register_task("g1_motion_tracking_play", g1_motion_tracking_play)
+register_task("g1_motion_tracking_no_state_estimation_play", g1_motion_tracking_no_state_estimation_play)
 register_task("g1_motion_tracking_walk_run", g1_motion_tracking_walk_run)
 register_task("g1_motion_tracking_walk_run_play", g1_motion_tracking_walk_run_play)
-register_evaluation(["g1_motion_tracking", "g1_motion_tracking_no_state_estimation", "g1_motion_tracking_dr",
-                     "g1_motion_tracking_play"], g1_motion_tracking_evaluation)
+# Each evaluation runs on a play variant with its owners' policy observations: a checkpoint's
+# actor reads the layout it was trained on (the DR variant's is the default one).
+register_evaluation(["g1_motion_tracking", "g1_motion_tracking_dr", "g1_motion_tracking_play"],
+                    g1_motion_tracking_evaluation)
+register_evaluation(["g1_motion_tracking_no_state_estimation", "g1_motion_tracking_no_state_estimation_play"],
+                    g1_motion_tracking_no_state_estimation_evaluation)
 register_evaluation(["g1_motion_tracking_walk_run", "g1_motion_tracking_walk_run_play"],
                     g1_motion_tracking_walk_run_evaluation)
