@@ -11,6 +11,9 @@ travels three ways: ONNX ``metadata_props`` (one entry per top-level key, values
 encoded), a TorchScript extra file ``metadata.json``, and a JSON file next to the policy
 (``policy.onnx`` -> ``policy.json``) for stacks that read neither.
 
+``staging_path`` names a temporary file beside a target: a caller writes and checks the export
+there and moves it into place only once it passed, so a failed export never replaces a good one.
+
 ONNX uses torch's TorchScript based exporter (``dynamo=False``): it needs only onnx, it
 exports in a fraction of a second, and its output matched torch to float rounding for both
 actors (tests/test_export.py). torch marks it deprecated in favour of the ``torch.export``
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +41,7 @@ from torch import nn
 
 __all__ = ["EXPORT_FORMATS", "INPUT_NAME", "METADATA_FILE", "OUTPUT_NAME", "ExportError", "check_export_packages",
            "export_policy",
-           "load_exported", "metadata_path", "read_metadata", "run_exported"]
+           "load_exported", "metadata_path", "read_metadata", "run_exported", "staging_path"]
 
 EXPORT_FORMATS = ("onnx", "torchscript")
 SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}
@@ -77,9 +81,22 @@ def metadata_path(policy_path: Path) -> Path:
     return Path(policy_path).with_suffix(".json")
 
 
-def export_policy(policy: nn.Module, obs_dim: int, path: Path, fmt: str, metadata: dict[str, Any]) -> Path:
+def staging_path(target: Path) -> Path:
+    """A new empty file beside ``target`` to write it in before moving it into place: the same
+    folder, so the move is an atomic rename on one filesystem; the same suffix, as
+    ``load_exported`` picks the runtime by it. Created exclusively with the umask's mode (not
+    mkstemp's 0600), so the file moved into place has the permissions a direct write gives."""
+    target = Path(target)
+    staged = target.with_name(f".{target.stem}.{uuid.uuid4().hex[:12]}.tmp{target.suffix}")
+    staged.touch(exist_ok=False)
+    return staged
+
+
+def export_policy(policy: nn.Module, obs_dim: int, path: Path, fmt: str, metadata: dict[str, Any],
+                  sidecar: Path | None = None) -> Path:
     """Write ``policy`` (a module from (B, obs_dim) observations to (B, action_dim) actions,
-    on the CPU) to ``path`` in format ``fmt``, with ``metadata``; returns the metadata file."""
+    on the CPU) to ``path`` in format ``fmt``, with ``metadata``; returns the metadata file,
+    ``sidecar`` or by default ``metadata_path(path)``."""
     check_export_packages(fmt)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +109,7 @@ def export_policy(policy: nn.Module, obs_dim: int, path: Path, fmt: str, metadat
         with torch.no_grad(), _without_deprecation_notices():
             traced = torch.jit.trace(policy, example, check_trace=False)
             torch.jit.save(traced, str(path), _extra_files={METADATA_FILE: text})
-    sidecar = metadata_path(path)
+    sidecar = metadata_path(path) if sidecar is None else Path(sidecar)
     sidecar.write_text(text + "\n")
     return sidecar
 

@@ -30,8 +30,13 @@ the values read are config and model facts, the same on every backend):
 
 After writing, the exported file is run on observations of a short deterministic rollout
 of the same env and compared with the torch policy; the max abs difference is printed and
-must stay within ``--tolerance``. Exit codes: 0 done, 2 bad input (missing or corrupt
-checkpoint, missing export packages), 4 the exported policy disagrees with torch.
+must stay within ``--tolerance``. The file and its metadata are written to temporary files
+beside their targets and moved into place only after that check passed: a failed export leaves
+a previous one as it was. An ``--out`` (or its metadata file) that is a checkpoint being exported,
+a run directory's file (``checkpoint.pt``, ``checkpoint-*.pt``, ``run.json``, ``summary.json``,
+``metrics.jsonl``) or a directory is refused before anything is written. Exit codes: 0 done,
+2 bad input (missing or corrupt checkpoint, missing export packages, such an ``--out``), 4 the
+exported policy disagrees with torch.
 """
 
 from __future__ import annotations
@@ -48,19 +53,31 @@ import torch
 from unilab_rl.cli.judged import exported_name, run_checkpoints
 from unilab_rl.cli.play import acting_actor, load_policy
 from unilab_rl.contract import POLICY_GROUP
-from unilab_rl.export import EXPORT_FORMATS, SUFFIXES, ExportError, export_policy, run_exported
+from unilab_rl.export import (
+    EXPORT_FORMATS,
+    SUFFIXES,
+    ExportError,
+    export_policy,
+    metadata_path,
+    run_exported,
+    staging_path,
+)
 
 EXIT_BAD_INPUT = 2
 EXIT_MISMATCH = 4
 METADATA_FORMAT = "unilab_rl.policy"
 METADATA_FORMAT_VERSION = 1
+# What a run directory keeps besides its snapshots (checkpoint-*.pt) and tensorboard/: another
+# command must never overwrite them.
+RUN_FILES = ("checkpoint.pt", "run.json", "summary.json", "metrics.jsonl")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unilab-export", description="Export a checkpoint's deterministic policy.")
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--format", choices=EXPORT_FORMATS, default="onnx")
-    parser.add_argument("--out", type=Path, help="policy file (default: policy.onnx / policy.pt next to the checkpoint)")
+    parser.add_argument("--out", type=Path,
+                        help="policy file (default: policy.onnx / policy.pt next to the checkpoint)")
     parser.add_argument("--backend", default="mujoco", help="backend of the env the metadata is read from")
     parser.add_argument("--verify-steps", type=int, default=64,
                         help="env steps whose observations check the exported file against torch (0: skip)")
@@ -160,6 +177,9 @@ def export(args: argparse.Namespace, factory: Any) -> int:
             return (args.out or args.checkpoint) / exported_name(checkpoint, suffix)
         return args.out or checkpoint.parent / f"policy{suffix}"
 
+    for checkpoint, _ in checkpoints:  # every target checked before any is written
+        check_target(target(checkpoint), [c for c, _ in checkpoints], args.out is None)
+
     from unilab.config import task_overrides
 
     first = checkpoints[0][1]
@@ -168,25 +188,63 @@ def export(args: argparse.Namespace, factory: Any) -> int:
     env = factory(first["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
                   overrides=task_overrides(first["env_overrides"]))
     try:
-        codes = [export_one(args, env, checkpoint, document, target(checkpoint)) for checkpoint, document in checkpoints]
+        codes = [export_one(args, env, checkpoint, document, target(checkpoint))
+                 for checkpoint, document in checkpoints]
     finally:
         env.close()
     return max(codes)
 
 
+def is_run_file(path: Path) -> bool:
+    """A file a run directory keeps: its final checkpoint, a snapshot, or one of its records."""
+    return path.name in RUN_FILES or (path.name.startswith("checkpoint-") and path.suffix == ".pt")
+
+
+def check_target(out: Path, checkpoints: list[Path], default: bool) -> None:
+    """Refuse writing ``out`` or its metadata file where that would destroy what a run keeps:
+    a checkpoint being exported (also through a link), an existing run file of any run
+    directory, or a directory. ``default``: ``out`` is the one chosen without ``--out``."""
+    origin = " (the default; pass --out elsewhere)" if default else ""
+    for path, role in ((out, ""), (metadata_path(out), f"its metadata file {metadata_path(out)} ")):
+        resolved = path.resolve()
+        if any(resolved == c.resolve() or (path.exists() and path.samefile(c)) for c in checkpoints):
+            raise ValueError(f"--out {out}{origin}: {role}is a checkpoint being exported")
+        if path.is_dir():
+            raise ValueError(f"--out {out}{origin}: {role}is a directory")
+        if resolved.exists() and is_run_file(resolved):
+            raise ValueError(f"--out {out}{origin}: {role}would overwrite the run file {resolved}")
+
+
 def export_one(args: argparse.Namespace, env: Any, checkpoint: Path, document: dict[str, Any], out: Path) -> int:
     agent = load_policy(document, env)
     metadata = deployment_metadata(env, document, checkpoint, acting_actor(document))
-    sidecar = export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], out, args.format,
-                            metadata)
-    if args.verify_steps > 0:
-        observations, torch_actions = rollout_observations(env, agent, args.verify_steps)
-    print(f"unilab-export: {out} ({args.format}) and {sidecar}: task={metadata['task']} algo={metadata['algo']} "
-          f"obs={metadata['input']['shape'][1]} actions={metadata['output']['shape'][1]} "
-          f"control_dt={metadata['control_dt']} fingerprint={metadata['task_fingerprint'][:19]}...")
+    sidecar = metadata_path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Written and verified beside the targets, moved into place only once verified: a failed
+    # export must neither replace a previous good one nor leave a partial file.
+    staged = {out: staging_path(out), sidecar: staging_path(sidecar)}
+    try:
+        export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], staged[out], args.format,
+                      metadata, staged[sidecar])
+        print(f"unilab-export: {out} ({args.format}) and {sidecar}: task={metadata['task']} algo={metadata['algo']} "
+              f"obs={metadata['input']['shape'][1]} actions={metadata['output']['shape'][1]} "
+              f"control_dt={metadata['control_dt']} fingerprint={metadata['task_fingerprint'][:19]}...")
+        code = verify(args, env, agent, staged[out])
+        if code == 0:
+            for final, temporary in staged.items():
+                temporary.replace(final)
+        return code
+    finally:
+        for temporary in staged.values():  # still there only when not moved into place
+            temporary.unlink(missing_ok=True)
+
+
+def verify(args: argparse.Namespace, env: Any, agent: Any, exported: Path) -> int:
+    """Compare the exported file's actions with the torch policy's on a short rollout."""
     if args.verify_steps == 0:
         return 0
-    difference = (run_exported(out, observations) - torch_actions).abs().max().item()
+    observations, torch_actions = rollout_observations(env, agent, args.verify_steps)
+    difference = (run_exported(exported, observations) - torch_actions).abs().max().item()
     print(f"unilab-export: exported vs torch on {observations.shape[0]} observations: max abs difference "
           f"{difference:.3g} (tolerance {args.tolerance:g})")
     if not difference <= args.tolerance:
