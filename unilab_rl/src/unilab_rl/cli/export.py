@@ -52,6 +52,7 @@ import torch
 
 from unilab_rl.cli.judged import exported_name, run_checkpoints
 from unilab_rl.cli.play import acting_actor, load_policy
+from unilab_rl.cli.run_dir import is_run_file_name
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import (
     EXPORT_FORMATS,
@@ -67,9 +68,6 @@ EXIT_BAD_INPUT = 2
 EXIT_MISMATCH = 4
 METADATA_FORMAT = "unilab_rl.policy"
 METADATA_FORMAT_VERSION = 1
-# What a run directory keeps besides its snapshots (checkpoint-*.pt) and tensorboard/: another
-# command must never overwrite them.
-RUN_FILES = ("checkpoint.pt", "run.json", "summary.json", "metrics.jsonl")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,11 +193,6 @@ def export(args: argparse.Namespace, factory: Any) -> int:
     return max(codes)
 
 
-def is_run_file(path: Path) -> bool:
-    """A file a run directory keeps: its final checkpoint, a snapshot, or one of its records."""
-    return path.name in RUN_FILES or (path.name.startswith("checkpoint-") and path.suffix == ".pt")
-
-
 def check_target(out: Path, checkpoints: list[Path], default: bool) -> None:
     """Refuse writing ``out`` or its metadata file where that would destroy what a run keeps:
     a checkpoint being exported (also through a link), an existing run file of any run
@@ -211,7 +204,7 @@ def check_target(out: Path, checkpoints: list[Path], default: bool) -> None:
             raise ValueError(f"--out {out}{origin}: {role}is a checkpoint being exported")
         if path.is_dir():
             raise ValueError(f"--out {out}{origin}: {role}is a directory")
-        if resolved.exists() and is_run_file(resolved):
+        if resolved.exists() and is_run_file_name(resolved.name):  # what a run directory keeps
             raise ValueError(f"--out {out}{origin}: {role}would overwrite the run file {resolved}")
 
 
