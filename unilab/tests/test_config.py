@@ -89,6 +89,9 @@ def test_dict_overrides_with_string_values_parse_like_cli_items():
     ("events.push.interval_range_s=[-1,-1]", "'events.push.interval_range_s': bad value [-1, -1]"),
     ("commands.twist.resampling_time_range_s=[-5,-1]", "expected a time range with low > 0"),
     ("commands.twist.standing_fraction=1.5", "'commands.twist.standing_fraction'"),
+    # pydantic read True as 1: a decimation of 1 and 1-second episodes, without a word.
+    ("decimation=True", "'decimation': bad value True: Value error, expected a number, got True"),
+    ("episode_length_s=false", "'episode_length_s': bad value False: Value error, expected a number"),
 ])
 def test_impossible_values_are_refused_naming_the_field(override, fragment):
     with pytest.raises(ValueError, match=re.escape(fragment)):

@@ -31,6 +31,7 @@ from pydantic import (
     SerializeAsAny,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -39,6 +40,15 @@ from pydantic import (
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True,
                               allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic would read True as 1 (decimation=True a decimation of 1); a number field
+        # takes numbers only. The field's own validation does the rest.
+        if isinstance(value, bool) and cls.model_fields[info.field_name].annotation in (int, float):
+            raise ValueError(f"expected a number, got {value!r}")
+        return value
 
 
 def ordered_range(value: tuple[float, float]) -> tuple[float, float]:
