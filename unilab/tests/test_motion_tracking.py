@@ -156,8 +156,8 @@ def test_the_evaluation_plays_each_clip_from_its_start_and_reports_per_clip(make
         # Per body and step |error| <= |root-relative error| + |root error|; the means keep it.
         assert 0.0 < case["root_error_mm"] and case["mpkpe_mm"] <= case["root_relative_mpkpe_mm"] + case[
             "root_error_mm"] + 1e-3
-    # The same fall (both clips share their first frames) in the first quarter of the 149 steps
-    # of fk_sway, and across three quarters of the 59 of fk_short, its error growing as it falls.
+    # The same fall (both clips share their first frames) in the first quarter of the 148 scored
+    # steps of fk_sway, and across three quarters of the 58 of fk_short, its error growing as it falls.
     sway, short = (c["mpkpe_mm_by_quarter"] for c in report["cases"])
     assert sway[1:] == [None, None, None] and sway[0] == pytest.approx(report["cases"][0]["mpkpe_mm"], rel=1e-5)
     assert short[3] is None and short[0] < short[1] < short[2]
@@ -211,3 +211,17 @@ def test_a_reset_outside_a_step_records_no_failure_in_the_adaptive_sampler(make_
     env.reset()
     torch.testing.assert_close(sampler.failed, recorded * (1.0 - sampler.alpha))  # a decay, no failure added
     assert terminated.all()  # the tensor that step returned is as the caller got it
+
+
+def test_a_clip_too_short_to_score_a_step_is_refused_not_passed_at_zero_error(make_env, clip_file, tmp_path):
+    # A 2-frame clip's only step ends its episode: nothing was scored, and it passed at 0.0 mm.
+    from unilab.evaluation import task_evaluation
+    from unilab.registry import task_config
+
+    short = str(save_clip(synthetic_clip(frames=2, name="fk_two"), tmp_path / "fk_two.npz"))
+    overrides = {"commands.motion.clips": [clip_file, short]}
+    evaluation = task_evaluation("g1_motion_tracking", {"envs_per_clip": 1})
+    evaluation = evaluation.fitted(task_config(evaluation.task, overrides))
+    env = make_env(task=evaluation.task, num_envs=evaluation.num_envs(), overrides=overrides)
+    with pytest.raises(ValueError, match=r"clips \['fk_two'\]: fewer than 3 frames"):
+        evaluation.run(env, lambda obs: torch.zeros(env.num_envs, env.action_dim))

@@ -77,6 +77,12 @@ class MotionEvaluation:
             raise ValueError(f"episode_length_s: the env's episodes ({env.max_episode_length} steps) time out before "
                              f"its longest clip ends ({int(lib.length.max())} frames); evaluate with longer episodes "
                              "(the play variant's own)")
+        # A clip of F frames is scored on F - 2 steps: the step that reaches its last frame ends
+        # the episode. With no scored step a clip would pass at 0 mm whatever the policy did.
+        short = [name for name, frames in zip(lib.names, lib.length.tolist(), strict=True) if frames < 3]
+        if short:
+            raise ValueError(f"clips {short}: fewer than 3 frames, so no step of theirs would be scored; the "
+                             "evaluation needs clips of 3 frames or more")
         dev, n = env.device, env.num_envs
         clips = torch.arange(self.num_clips, device=dev).repeat_interleave(cfg.envs_per_clip)
         term.assign(clips)
@@ -88,7 +94,7 @@ class MotionEvaluation:
             steps = torch.zeros(n, device=dev)
             quarter_sums = torch.zeros(n, 4, device=dev)
             quarter_steps = torch.zeros(n, 4, device=dev)
-            clip_steps = (lib.length[clips] - 1).clamp(min=1)  # a clip of F frames is F - 1 steps
+            clip_steps = lib.length[clips] - 2  # the scored steps of a clip of F frames (see above)
             for _ in range(int(lib.length.max())):
                 obs, _, terminated, truncated, _ = env.step(policy(obs))
                 ended = terminated | truncated
