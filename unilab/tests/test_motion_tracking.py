@@ -111,6 +111,16 @@ def test_adaptive_sampling_concentrates_on_bins_that_fail_and_is_uniform_without
     assert entropy < 0.5 and top == p.max()
 
 
+def test_without_failures_adaptive_starts_are_uniform_over_frames_short_last_bin_included():
+    # 455 frames: 454 usable starts, nine bins of 50 and one of 4. The floor was the same per
+    # bin, so the 4-frame bin drew a tenth of the starts, where uniform over frames gives it 1%.
+    sampler = _sampler(lengths=(455,))
+    assert sampler.num_bins == 10 and sampler.bin_size[-1].item() == 4
+    torch.testing.assert_close(sampler.probabilities, sampler.bin_size.float() / 454)
+    _, frames = sampler.sample(20000, torch.Generator().manual_seed(0))
+    assert (frames >= 450).float().mean() < 0.02
+
+
 def test_uniform_and_start_modes_and_the_same_seed_gives_the_same_starts():
     uniform = _sampler("uniform", lengths=(101, 51))
     clip, frame = uniform.sample(20000, torch.Generator().manual_seed(1))

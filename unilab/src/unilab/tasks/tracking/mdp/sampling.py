@@ -2,7 +2,8 @@
 
 Each clip is cut into bins of ``bin_frames`` frames. Adaptive sampling (BeyondMimic's)
 keeps, per bin, an exponential moving average of how many episodes failed (terminated,
-not timed out) in it, adds a uniform floor (``uniform_ratio`` spread over the bins), lets
+not timed out) in it, adds a uniform floor (``uniform_ratio`` spread over the bins by their
+frames, so without failures a start is uniform over a clip's frames), lets
 each bin also borrow the failures of the next ``kernel_size - 1`` bins of its clip,
 weighted ``lambda ** distance`` (start a little before where it goes wrong), and samples
 bins in proportion. Clips are picked by ``weights`` first. Everything is a tensor op over
@@ -65,7 +66,9 @@ class StartSampler:
     def _probabilities(self, out: torch.Tensor) -> torch.Tensor:
         """Per bin: P(clip) * P(bin | clip)."""
         if self.mode == "adaptive":
-            p = self.failed + self.uniform_ratio / self.num_bins
+            # The uniform floor in proportion to a bin's frames: a clip's short last bin (4 of
+            # 455 frames at 50 per bin) drew a tenth of the starts where uniform gives it 1%.
+            p = self.failed + self.uniform_ratio / self.num_bins * (self.bin_size / self.bin_frames)
             smoothed = p
             for k, weight in enumerate(self.kernel[1:], start=1):  # failures k bins ahead, same clip only
                 ahead = torch.zeros_like(p)
