@@ -132,8 +132,17 @@ def import_csv(path: str | os.PathLike, fps: float = DEFAULT_CSV_FPS, out_fps: f
     root_quat = quat_xyzw[:, [3, 0, 1, 2]]
     root_quat = root_quat / np.linalg.norm(root_quat, axis=-1, keepdims=True)
     root_pos, root_quat, joint_pos = resample(root_pos, root_quat, joint_pos, src_fps, out_fps)
+    check_resampled_length(len(joint_pos), len(data), src_fps, out_fps, path)
     arrays = canonical_from_root_and_joints(root_pos, root_quat, joint_pos, out_fps)
     return _finish(name or path.stem, out_fps, arrays, str(path))
+
+
+def check_resampled_length(n_out: int, n_src: int, src_fps: float, out_fps: float, path: Path) -> None:
+    """At least 2 output frames, checked before the differences (which need 2 frames and would crash)."""
+    if n_out < 2:
+        raise MotionDataError(f"{path}: {n_src} source frames at {src_fps:g} fps ({(n_src - 1) / src_fps:.3g} s) give "
+                              f"{n_out} frame at --out-fps {out_fps:g}; at least 2 are needed (raise --out-fps or "
+                              "give a longer source)")
 
 
 def _names(z: dict[str, np.ndarray], key: str, where: str) -> tuple[str, ...] | None:
@@ -141,10 +150,22 @@ def _names(z: dict[str, np.ndarray], key: str, where: str) -> tuple[str, ...] | 
         return None
     if z[key].dtype.kind not in "US":
         raise MotionDataError(f"{where}: {key} must be an array of strings, got dtype {z[key].dtype}")
-    return tuple(str(n) for n in z[key].reshape(-1))
+    if z[key].dtype.kind == "U":
+        return tuple(str(n) for n in z[key].reshape(-1))
+    # Byte strings (dtype 'S', e.g. written by h5py or Python 2): decoded, since str(b'x') is "b'x'".
+    try:
+        return tuple(n.decode("utf-8") for n in z[key].reshape(-1))
+    except UnicodeDecodeError as exc:
+        raise MotionDataError(f"{where}: {key}: byte strings that are not UTF-8 ({exc})") from exc
 
 
 def _fps_of(z: dict[str, np.ndarray], fps: float | None, where: str) -> float:
+    # --fps gives the rate of a source that lacks one. On a file that stores its fps it would only
+    # relabel the frames and keep the stored velocities (the clip then plays at the wrong speed).
+    if fps is not None and "fps" in z:
+        raise MotionDataError(f"{where}: --fps {fps}: the file stores its own fps ({np.asarray(z['fps']).tolist()}); "
+                              "--fps only applies to a source without one (to change the rate, re-import the "
+                              "source CSV with --out-fps)")
     if fps is not None:
         return check_fps(fps, f"{where}: --fps")
     if "fps" not in z:
@@ -266,19 +287,24 @@ def _finish(name: str, fps: float, arrays: dict[str, np.ndarray], where: str) ->
     return clip_from_arrays(name, fps, model_joints, model_bodies, arrays)
 
 
-def import_motion(path: str | os.PathLike, fps: float | None = None, out_fps: float = DEFAULT_OUTPUT_FPS,
+def import_motion(path: str | os.PathLike, fps: float | None = None, out_fps: float | None = None,
                   name: str | None = None) -> MotionClip:
     """A canonical clip from a CSV, a named NPZ or an mjlab-layout NPZ (by suffix and keys).
 
-    ``fps`` is the source rate (CSV default 30; an NPZ's own ``fps`` unless given). CSV input
-    is resampled to ``out_fps``; NPZ input keeps its rate.
+    ``fps`` is the source rate (CSV default 30; an NPZ without its own ``fps`` needs it, one with
+    it refuses it). CSV input is resampled to ``out_fps`` (default 50); NPZ input keeps its rate,
+    so any ``out_fps`` given with it is refused rather than ignored.
     """
     path = Path(path)
     name = name or path.stem
     if path.suffix.lower() == ".csv":
-        return import_csv(path, DEFAULT_CSV_FPS if fps is None else fps, out_fps, name)
+        return import_csv(path, DEFAULT_CSV_FPS if fps is None else fps,
+                          DEFAULT_OUTPUT_FPS if out_fps is None else out_fps, name)
     if path.suffix.lower() != ".npz":
         raise MotionDataError(f"{path}: unknown input type {path.suffix!r}; expected .csv or .npz")
+    if out_fps is not None:
+        raise MotionDataError(f"{path}: --out-fps {out_fps} applies to CSV input; an NPZ clip keeps its rate "
+                              "(re-import the source CSV to change it)")
     z = read_npz(path)
     if "format_version" in z:
         from unilab.assets.motion.io import load_clip

@@ -141,6 +141,15 @@ def clip_from_arrays(name: str, fps: float, joint_names: tuple[str, ...], body_n
                       **tensors)
 
 
+def check_format_version(value: np.ndarray, where: str) -> None:
+    """A 0-d integer equal to ``CLIP_FORMAT_VERSION``: int() would truncate 1.7 to 1, fail on 'abc' and on
+    a (2,) array, so the dtype and shape are checked before the value."""
+    if value.ndim != 0 or value.dtype.kind not in "iu":
+        raise MotionDataError(f"{where}: format_version must be a 0-d integer, got {value.dtype} {value.shape}")
+    if int(value) != CLIP_FORMAT_VERSION:
+        raise MotionDataError(f"{where}: format_version {int(value)}, this unilab reads {CLIP_FORMAT_VERSION}")
+
+
 def load_clip(path: str | os.PathLike) -> MotionClip:
     """Read a canonical clip file; anything else (or a damaged one) is a MotionDataError naming the problem."""
     path = Path(path)
@@ -150,12 +159,13 @@ def load_clip(path: str | os.PathLike) -> MotionClip:
     if missing:
         hint = " (an unconverted clip? convert it with `unilab-motion import`)" if "format_version" in missing else ""
         raise MotionDataError(f"{where}: not a canonical clip: missing {missing}{hint}")
-    version = int(z["format_version"])
-    if version != CLIP_FORMAT_VERSION:
-        raise MotionDataError(f"{where}: format_version {version}, this unilab reads {CLIP_FORMAT_VERSION}")
+    check_format_version(z["format_version"], where)
     fps = check_fps(z["fps"], where)
-    if z["joint_names"].dtype.kind != "U" or z["body_names"].dtype.kind != "U" or z["name"].dtype.kind != "U":
-        raise MotionDataError(f"{where}: name, joint_names and body_names must be string arrays")
+    if z["joint_names"].dtype.kind != "U" or z["body_names"].dtype.kind != "U":
+        raise MotionDataError(f"{where}: joint_names and body_names must be string arrays")
+    # A 0-d string, not any string array: str() of a (2,) array would name the clip "['a' 'b']".
+    if z["name"].dtype.kind != "U" or z["name"].ndim != 0:
+        raise MotionDataError(f"{where}: name must be a 0-d string, got {z['name'].dtype} {z['name'].shape}")
     joint_names = tuple(str(n) for n in z["joint_names"].reshape(-1))
     body_names = tuple(str(n) for n in z["body_names"].reshape(-1))
     arrays = {f: z[f] for f in ARRAY_FIELDS}

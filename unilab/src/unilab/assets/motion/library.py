@@ -28,13 +28,8 @@ class MotionLibrary:
     def __post_init__(self) -> None:
         if not self.clips:
             raise MotionDataError("a motion library needs at least one clip")
-        first = self.clips[0]
-        for clip in self.clips[1:]:
-            if clip.joint_names != first.joint_names or clip.body_names != first.body_names:
-                raise MotionDataError(f"clip {clip.name!r}: joint/body names differ from clip {first.name!r}")
-            if clip.fps != first.fps:
-                raise MotionDataError(f"clip {clip.name!r}: {clip.fps:g} fps, clip {first.name!r} {first.fps:g} fps; "
-                                      "a library has one rate (re-import at one --out-fps)")
+        # Clips here carry no path; their index tells apart clips stored under the same name.
+        check_compatible(self.clips, [f"clip {k} {c.name!r}" for k, c in enumerate(self.clips)])
         if tuple(self.weights.shape) != (len(self.clips),) or self.weights.dtype != torch.float32:
             raise MotionDataError(f"weights: expected float32 ({len(self.clips)},), got {self.weights.dtype} "
                                   f"{tuple(self.weights.shape)}")
@@ -71,6 +66,33 @@ class MotionLibrary:
         return out
 
 
+def _name_diff(kind: str, names: tuple[str, ...], first: tuple[str, ...]) -> str | None:
+    """What differs between a clip's names and the first clip's (None: equal), so the refusal says
+    which names to fix rather than only that some differ."""
+    if names == first:
+        return None
+    extra, lacking = [n for n in names if n not in first], [n for n in first if n not in names]
+    if extra or lacking:
+        return f"{kind} names only in this clip {extra}, only in the first {lacking}"
+    if len(names) != len(first):
+        return f"{kind} names repeated: {len(names)} names, the first has {len(first)}"
+    i = next(k for k, (a, b) in enumerate(zip(names, first)) if a != b)
+    return f"{kind} names in another order (first at index {i}: {names[i]!r}, the first has {first[i]!r})"
+
+
+def check_compatible(clips: Sequence[MotionClip], labels: Sequence[str]) -> None:
+    """Every clip has the first one's joint/body names and fps; ``labels[k]`` names clip k in the error."""
+    first = clips[0]
+    for clip, label in zip(clips[1:], labels[1:]):
+        diffs = [d for d in (_name_diff("joint", clip.joint_names, first.joint_names),
+                             _name_diff("body", clip.body_names, first.body_names)) if d]
+        if diffs:
+            raise MotionDataError(f"{label}: names differ from {labels[0]}: {'; '.join(diffs)}")
+        if clip.fps != first.fps:
+            raise MotionDataError(f"{label}: {clip.fps:g} fps, {labels[0]}: {first.fps:g} fps; "
+                                  "a library has one rate (re-import the source CSVs at one --out-fps)")
+
+
 def _resolve(item: str | os.PathLike) -> Path:
     from unilab.assets.motion.pinned import PINNED_CLIP_GROUPS, pinned_clip_paths
 
@@ -88,7 +110,10 @@ def load_library(paths_or_names: Sequence[str | os.PathLike] | str | os.PathLike
     """Clips by file path or pinned name; ``weights`` per clip (default: uniform), normalized to sum 1."""
     if isinstance(paths_or_names, (str, os.PathLike)):
         paths_or_names = [paths_or_names]
-    clips = tuple(load_clip(_resolve(item)) for item in paths_or_names)
+    paths = [_resolve(item) for item in paths_or_names]
+    clips = tuple(load_clip(p) for p in paths)
+    if clips:  # labelled by path: two files may store the same clip name
+        check_compatible(clips, [f"clip {c.name!r} ({p})" for c, p in zip(clips, paths)])
     if weights is None:
         w = [1.0] * len(clips)
     else:

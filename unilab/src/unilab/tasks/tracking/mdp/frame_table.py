@@ -30,7 +30,8 @@ class FrameTable:
                 raise ValueError(f"{owner}: clip {clip.name!r} has {clip.num_frames} frame; at least 2 are needed")
             if abs(clip.fps - fps) > 1e-6 * fps:
                 raise ValueError(f"{owner}: clip {clip.name!r} is at {clip.fps:g} fps, the env steps at {fps:g} Hz; "
-                                 f"import it at {fps:g} fps (unilab-motion import --fps {fps:g})")
+                                 f"re-import its source CSV at {fps:g} fps (unilab-motion import SRC.csv --out-fps "
+                                 f"{fps:g} -o OUT.npz; --fps is the source's rate)")
         self.names = [c.name for c in clips]
         self.num_clips = len(clips)
         lengths = [c.num_frames for c in clips]
