@@ -93,8 +93,8 @@ class SimBackend(abc.ABC):
         self._check_tensor("qvel", qvel, torch.float32, (n, widths.nv))
         if n and self.validate:
             self._check_values(rows, quaternions_ok=self._quaternions_ok(qpos, None), qpos=qpos, qvel=qvel)
-        if n:
-            self._set_state(rows, qpos, qvel)
+        if n:  # dense inputs: an engine's kernels may refuse strided ones midway through a write (a no-op if dense)
+            self._set_state(rows.contiguous(), qpos.contiguous(), qvel.contiguous())
 
     def set_state_where(self, mask: Mask, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Selected reset by mask (contract 1.1): rows where ``mask`` (N,) is True take
@@ -120,7 +120,7 @@ class SimBackend(abc.ABC):
                     raise ContractViolation(f"{arg}: expected finite values in the masked rows, got NaN or inf")
             if not unit:
                 raise self._quaternion_violation()
-        self._set_state_where(mask, qpos, qvel)
+        self._set_state_where(mask.contiguous(), qpos.contiguous(), qvel.contiguous())  # dense, as in set_state
 
     def set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
         """Write a per-env model field (e.g. ``geom_friction``) for ``rows``."""
@@ -137,7 +137,7 @@ class SimBackend(abc.ABC):
             minimums = self.capabilities.model_field_minimums.get(name)
             self._check_values(rows, minimums={"values": (name, minimums)} if minimums else None, values=values)
         if n:
-            self._set_model_field(name, rows, values)
+            self._set_model_field(name, rows.contiguous(), values.contiguous())  # dense, as in set_state
 
     def model_field(self, name: str) -> torch.Tensor:
         """Current per-env values of a declared writable model field, shape (N, ...)."""
@@ -219,6 +219,9 @@ class SimBackend(abc.ABC):
             raise ContractViolation(f"{arg}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
         if t.device != self.device:
             raise ContractViolation(f"{arg}: expected device {self.device}, got {t.device}")
+        if t.requires_grad:  # its autograd history would reach the backend's own buffers and views
+            raise ContractViolation(f"{arg}: expected a tensor without autograd (requires_grad=False); "
+                                    f"pass {arg}.detach()")
 
     def _check_finite(self, arg: str, t: torch.Tensor) -> None:
         # The one bounded device sync validation may cost.

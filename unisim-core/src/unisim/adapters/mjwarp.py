@@ -214,6 +214,10 @@ class MjWarpBackend(SimBackend):
         self._env_steps += 1
 
     def _set_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        # A source read from the live views (copying env 0's state to others) overlaps the
+        # destination, which index_copy_ refuses after the other has been written: copy it first.
+        qpos = qpos.clone() if _shares_storage(qpos, self._qpos) else qpos
+        qvel = qvel.clone() if _shares_storage(qvel, self._qvel) else qvel
         self._qpos.index_copy_(0, rows, qpos)
         self._qvel.index_copy_(0, rows, qvel)
         self._time.index_fill_(0, rows, 0.0)
@@ -369,3 +373,7 @@ def _overflow_kinds(bits_per_world: torch.Tensor) -> list[str]:
     for value in bits_per_world.unique().tolist():
         bits |= int(value)
     return [t.name for t in mjw.OverflowType if t.value and t.name != "ALL" and bits & t.value == t.value]
+
+
+def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()

@@ -132,6 +132,44 @@ def test_empty_row_selection_is_a_no_op(backend):
         assert torch.equal(before[name], after[name])
 
 
+def test_strided_rows_mask_and_states_write_what_dense_ones_write(backend):
+    # Columns or strided slices of larger tensors are valid inputs; an engine kernel that
+    # refused them had written half a state before failing.
+    n = backend.num_envs
+    nq, nv, _ = backend.state_widths()
+    q, v = to(backend, *random_state(backend.inventory(), n, 21))
+    backend.set_state(all_rows(backend), q, v)
+    want = snapshot(backend)
+    backend.set_state(all_rows(backend), *to(backend, *random_state(backend.inventory(), n, 22)))
+    flags = torch.zeros(n, 2, dtype=torch.bool, device=backend.device)
+    flags[:, 0] = True
+    wide_q = torch.zeros(n, 2 * nq, device=backend.device)
+    wide_q[:, ::2] = q
+    wide_v = torch.zeros(n, 2 * nv, device=backend.device)
+    wide_v[:, ::2] = v
+    backend.set_state_where(flags[:, 0], wide_q[:, ::2], wide_v[:, ::2])
+    got = snapshot(backend)
+    assert torch.equal(got["qpos"], want["qpos"]) and torch.equal(got["qvel"], want["qvel"])
+    assert torch.allclose(got["body_pos_w"], want["body_pos_w"], atol=1e-6)  # the masked write's kinematics
+    rows = torch.arange(2 * n, device=backend.device)[::2] // 2  # 0 .. n-1, strided
+    backend.set_state(rows, q, v)
+    assert torch.equal(snapshot(backend)["qpos"], want["qpos"])
+
+
+def test_a_reset_may_copy_rows_from_the_live_views(backend):
+    # Copying the first envs' states into the last ones reads (a dense slice of) the very
+    # views the write overwrites.
+    n = backend.num_envs
+    if n < 2:
+        pytest.skip("needs at least 2 envs")
+    backend.set_state(all_rows(backend), *to(backend, *random_state(backend.inventory(), n, 23)))
+    views, k = backend.views(), n // 2
+    source_q, source_v = views.qpos[:k].detach().cpu().clone(), views.qvel[:k].detach().cpu().clone()
+    backend.set_state(torch.arange(n - k, n, device=backend.device), views.qpos[:k], views.qvel[:k])
+    got = snapshot(backend)
+    assert torch.equal(got["qpos"][n - k:], source_q) and torch.equal(got["qvel"][n - k:], source_v)
+
+
 # ---- selected reset by mask (contract 1.1) --------------------------------------------
 def test_masked_reset_is_authoritative_and_leaves_other_rows_untouched(backend, reference):
     n = backend.num_envs
@@ -209,12 +247,13 @@ def _bad_masked_reset_inputs(backend):
         "qpos row count": ("qpos", mask, qpos[:1], qvel),
         "qvel wrong width": ("qvel", mask, qpos, torch.zeros(n, nv + 1, device=dev)),
         "qpos non-finite in a masked row": ("qpos", mask, nan_in_row, qvel),
+        "qvel with autograd": ("qvel", mask, qpos, qvel.clone().requires_grad_()),
         **({"qpos zero quaternion in a masked row": ("qpos", mask, zero_quat_in_row, qvel)} if free else {}),
     }
 
 
 @pytest.mark.parametrize("kind", ["mask wrong dtype", "mask wrong length", "mask not a tensor", "qpos row count",
-                                  "qvel wrong width", "qpos non-finite in a masked row",
+                                  "qvel wrong width", "qpos non-finite in a masked row", "qvel with autograd",
                                   "qpos zero quaternion in a masked row"])
 def test_bad_masked_reset_is_rejected_and_changes_nothing(backend, kind):
     inputs = _bad_masked_reset_inputs(backend)
@@ -302,13 +341,15 @@ def _bad_reset_inputs(backend):
         "qpos non-finite": ("qpos", row, nanq, v),
         "qvel non-finite": ("qvel", row, q, nanv),
         "qpos wrong dtype": ("qpos", row, q.double(), v),
+        "qvel with autograd": ("qvel", row, q, v.clone().requires_grad_()),
         **({"qpos zero quaternion": ("qpos", row, zeroq, v)} if free else {}),
     }
 
 
 @pytest.mark.parametrize("kind", ["rows duplicated", "rows out of range", "rows negative", "rows wrong dtype",
                                   "rows 2-D", "qpos wrong width", "qvel wrong width", "qpos count mismatch",
-                                  "qpos non-finite", "qvel non-finite", "qpos wrong dtype", "qpos zero quaternion"])
+                                  "qpos non-finite", "qvel non-finite", "qpos wrong dtype", "qvel with autograd",
+                                  "qpos zero quaternion"])
 def test_bad_set_state_is_rejected_and_changes_nothing(backend, kind):
     inputs = _bad_reset_inputs(backend)
     if kind not in inputs:
