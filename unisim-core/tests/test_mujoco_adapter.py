@@ -134,3 +134,18 @@ def test_a_world_mujoco_resets_as_unstable_is_counted(builtin_model, capfd, tmp_
         assert (b.diagnostics()["unstable_resets"], b.diagnostics()["altered_worlds"]) == (2, 1)
     finally:
         b.close()
+
+
+def test_a_world_written_past_mujocos_stable_range_counts_as_restarted_by_its_next_step(builtin_model):
+    # MuJoCo restarts it on the first substep, from time 0, so its clock reads as if nothing
+    # happened: the written value is what tells.
+    b = unisim.create_backend("mujoco", model=builtin_model, num_envs=2)
+    nq, nv, nu = b.state_widths()
+    qpos = b.views().qpos[1:].clone()
+    b.set_state(torch.tensor([1]), qpos, torch.full((1, nv), 1e11))
+    b.step(torch.zeros(2, nu))
+    diagnostics = b.diagnostics()
+    assert diagnostics["altered_worlds"] == 1 and diagnostics["unstable_resets"] == 1
+    b.step(torch.zeros(2, nu))  # counted once: the restarted world steps on from a stable state
+    assert b.diagnostics()["unstable_resets"] == 1
+    b.close()

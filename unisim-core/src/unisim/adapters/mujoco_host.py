@@ -184,6 +184,9 @@ class MujocoHostBackend(SimBackend):
             contacts=plan.views(self._contact_force, self._in_contact))
         self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0, "unstable_resets": 0}
         self._restarted = np.zeros(num_envs, dtype=bool)  # worlds MuJoCo restarted at least once
+        # Worlds written with a value MuJoCo takes as unstable (past mjMAXVAL): it restarts them
+        # on their next substep, from time 0, where the clock check below cannot see it.
+        self._written_unstable = np.zeros(num_envs, dtype=bool)
         self._publish(np.arange(num_envs))  # contacts start cleared
 
     def diagnostics(self) -> dict[str, Any]:
@@ -210,7 +213,8 @@ class MujocoHostBackend(SimBackend):
         # qvel or qacc) to the model's initial state inside the rollout and steps on; only its
         # clock tells, reading less than the steps taken. Counted (world x env step), so a run
         # can tell that its physics restarted worlds under it.
-        restarted = self._state[:, 0] < clock - 0.5 * dt
+        restarted = (self._state[:, 0] < clock - 0.5 * dt) | self._written_unstable
+        self._written_unstable[:] = False
         self._stats["unstable_resets"] += int(np.count_nonzero(restarted))
         self._restarted |= restarted
         self._publish(None, sensors[:, -1])
@@ -220,6 +224,8 @@ class MujocoHostBackend(SimBackend):
         self._state[idx] = 0.0  # time, act and history restart with the episode
         self._state[idx, self._qpos_cols] = qpos.detach().to("cpu", torch.float64).numpy()
         self._state[idx, self._qvel_cols] = qvel.detach().to("cpu", torch.float64).numpy()
+        written = self._state[idx, self._qpos_cols.start:self._qvel_cols.stop]  # qpos | qvel
+        self._written_unstable[idx] = (np.abs(written) > mujoco.mjMAXVAL).any(axis=1)
         self._stats["set_state_calls"] += 1
         self._publish(idx)
 
