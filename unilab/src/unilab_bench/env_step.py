@@ -109,18 +109,24 @@ def _stats(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+def _overrides(args: argparse.Namespace, compare: bool = False) -> list[str]:
+    """The env overrides the timed task (or, with ``compare``, the comparison task) is built
+    with: what main checks before anything is built is what run builds."""
+    return ["validate_actions=false", *args.override, *(args.compare_override if compare else ())]
+
+
 def run(args: argparse.Namespace) -> dict:
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     options = dict(parse_overrides(args.backend_option))
-    overrides = ["validate_actions=false"] + list(args.override)
-    mk = lambda task, more=(): make_manager_based_rl_env(task, backend=args.backend, num_envs=args.num_envs,
-                                                         device=args.device, seed=0,
-                                                         overrides=overrides + list(more), backend_options=options)
+    overrides = _overrides(args)
+    mk = lambda task, compare=False: make_manager_based_rl_env(
+        task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=0,
+        overrides=_overrides(args, compare), backend_options=options)
     env = mk(args.task)
     envs = {"env_zero": env, "env_random": env}
     if args.compare_task:
-        envs["env_compare"] = mk(args.compare_task, args.compare_override)
+        envs["env_compare"] = mk(args.compare_task, compare=True)
     elif args.compare_override:
         raise SystemExit("--compare-override: applies to --compare-task, which is empty")
     n, device, steps = env.num_envs, env.device, args.steps
@@ -324,9 +330,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:  # the task, its overrides and the backend name, before anything is built
         check_backend_name(args.backend, argument="--backend")
         parse_overrides(args.backend_option)
-        task_config(args.task, ["validate_actions=false", *args.override])
+        task_config(args.task, _overrides(args))
         if args.compare_task:
-            task_config(args.compare_task, ["validate_actions=false", *args.override, *args.compare_override])
+            task_config(args.compare_task, _overrides(args, compare=True))
     except ValueError as error:
         p.error(str(error))
     record = run(args)
