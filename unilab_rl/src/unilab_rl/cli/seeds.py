@@ -23,18 +23,13 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from unilab_rl.algorithms import UnknownAlgorithm
-from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli import train_plan
 from unilab_rl.cli.metrics_sink import write_json_atomic
-from unilab_rl.cli.overrides import OverrideError
 from unilab_rl.cli.run_dir import RunDirError, check_file_target
-from unilab_rl.cli.run_record import RunRecordError
 from unilab_rl.cli.train_args import UsageError
 
-# What unilab-train reports as bad input (exit 2, nothing written): the errors its main catches.
-BAD_INPUT = (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError)
+BAD_INPUT = train_cli.BAD_INPUT  # what unilab-train reports as bad input (exit 2, nothing written)
 
 
 def parse_seeds(text: str) -> list[int]:

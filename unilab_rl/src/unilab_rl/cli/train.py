@@ -76,6 +76,8 @@ from unilab_rl.learner import drop_update_graphs
 from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity
 
 EXIT_BAD_INPUT = 2
+# What unilab-train reports as bad input (exit 2, nothing written): the errors main() catches.
+BAD_INPUT = (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError)
 EXIT_INTERRUPTED = 130  # SIGINT
 EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
@@ -335,7 +337,7 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
             prepare(args, tasks, backends=backends)  # bad input fails here, once, before any rank starts
             return launch_torchrun(args.nproc, without_nproc(argv))
         return train(args, factory, tasks, backends)
-    except (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError) as error:
+    except BAD_INPUT as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except LearnerDiverged as error:
