@@ -95,6 +95,22 @@ def _publication_model(spec: mujoco.MjSpec, nbody: int, body_names: list[str]) -
     return model
 
 
+def _drop_centre_of_mass_shortcuts(model: mujoco.MjModel) -> None:
+    """Let a written ``body_ipos`` take effect. The compiler takes shortcuts where a centre of
+    mass sits at its body's origin: kinematics copies the body frame instead of computing the
+    inertial frame (and copies the inertial frame for a geom or site placed at the centre of
+    mass), and a "simple" body's mass matrix is taken as the constant one of the compiled model.
+    After a write the centre of mass would stay at the origin for kinematics and dynamics, and
+    such a geom would follow it. The generic paths compute all of it from the current fields;
+    the rotations stay shared (``body_iquat`` is not written)."""
+    model.body_sameframe[model.body_sameframe == mujoco.mjtSameFrame.mjSAMEFRAME_BODY] = \
+        mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT
+    for frames in (model.geom_sameframe, model.site_sameframe):
+        frames[frames == mujoco.mjtSameFrame.mjSAMEFRAME_INERTIA] = mujoco.mjtSameFrame.mjSAMEFRAME_INERTIAROT
+    model.body_simple[:] = 0
+    model.dof_simplenum[:] = 0
+
+
 class MujocoHostBackend(SimBackend):
     """``num_envs`` MuJoCo envs stepped by mujoco.rollout on ``nthread`` CPU threads."""
 
@@ -136,6 +152,7 @@ class MujocoHostBackend(SimBackend):
         self._physics_models = [self._model] * num_envs
         self._pub_models = [self._pub_model] * num_envs
         self._per_env_models = False
+        self._per_env_publication = False
 
         m = self._model
         nq, nv, nbody, nsd = m.nq, m.nv, m.nbody, user_model.nsensordata
@@ -234,8 +251,8 @@ class MujocoHostBackend(SimBackend):
         sensordata is ``contact_sensordata``) or of ``idx`` (written rows), then transfer."""
         state = self._state if idx is None else self._state[idx]
         n = state.shape[0]
-        # Friction and mass writes do not change kinematics, so one publication model serves all.
-        self._pool.rollout(self._pub_models[:n], self._pub_datas, state, None, nstep=1,
+        pub_models = self._pub_models if idx is None else [self._pub_models[i] for i in idx]
+        self._pool.rollout(pub_models, self._pub_datas, state, None, nstep=1,
                            state=self._pub_state_out[:n], sensordata=self._pub_sensor_out[:n],
                            skip_checks=True)
         self._stats["publication_passes"] += 1
@@ -280,10 +297,20 @@ class MujocoHostBackend(SimBackend):
         if not self._per_env_models:  # copy on first write: rollout then takes one model per env
             self._physics_models = [copy.copy(self._model) for _ in range(self.num_envs)]
             self._per_env_models = True
-        models = self._physics_models
+        # Friction and mass do not change kinematics, so one publication model serves every row
+        # until a centre of mass moves: the publication pass computes the inertial frames (a
+        # sensor on a body's centre of mass reads them).
+        if name == "body_ipos" and not self._per_env_publication:
+            self._pub_models = [copy.copy(self._pub_model) for _ in range(self.num_envs)]
+            self._per_env_publication = True
         vals = values.detach().to("cpu", torch.float64).numpy()
         for k, row in enumerate(rows.detach().to("cpu").tolist()):  # event path, not per step
-            getattr(models[row], name)[:] = vals[k]
+            written = (self._physics_models[row], self._pub_models[row]) if name == "body_ipos" \
+                else (self._physics_models[row],)
+            for model in written:
+                getattr(model, name)[:] = vals[k]
+                if name == "body_ipos":
+                    _drop_centre_of_mass_shortcuts(model)
 
     def _close(self) -> None:
         self._pool.close()
