@@ -194,3 +194,24 @@ def test_a_centre_of_mass_write_gives_the_physics_of_a_model_compiled_with_it(tm
         assert views.qpos[0, 0] > 0.01 and views.qpos[1, 0] == 0, views.qpos  # gravity acts on the moved one only
     finally:
         backend.close()
+
+
+def test_a_mass_write_on_a_body_the_compiler_called_simple_takes_effect(tmp_path):
+    """A slider's share of the mass matrix is a compiled constant in MuJoCo (a "simple" body):
+    the written mass must replace it, as in a model compiled with that mass."""
+    path = tmp_path / "slider.xml"
+    path.write_text("""<mujoco><option gravity="0 0 0"/><worldbody><body name="cart">
+        <joint name="x" type="slide" axis="1 0 0"/><inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/>
+        </body></worldbody><actuator><motor joint="x"/></actuator></mujoco>""")
+    backend = unisim.create_backend("mujoco", model=str(path), num_envs=2, nthread=1)
+    try:
+        heavy = backend.model_field("body_mass")[:1].clone()
+        heavy[0, 1] = 4.0
+        backend.set_model_field("body_mass", torch.tensor([0]), heavy)
+        backend.set_state(torch.arange(2), torch.zeros(2, 1), torch.zeros(2, 1))
+        for _ in range(10):
+            backend.step(torch.ones(2, 1), 1)
+        # A unit force for 10 steps of 2 ms: 0.02 m/s at 1 kg, a quarter of it at 4 kg.
+        assert torch.allclose(backend.views().qvel[:, 0], torch.tensor([0.005, 0.02])), backend.views().qvel
+    finally:
+        backend.close()

@@ -95,20 +95,22 @@ def _publication_model(spec: mujoco.MjSpec, nbody: int, body_names: list[str]) -
     return model
 
 
-def _drop_centre_of_mass_shortcuts(model: mujoco.MjModel) -> None:
-    """Let a written ``body_ipos`` take effect. The compiler takes shortcuts where a centre of
-    mass sits at its body's origin: kinematics copies the body frame instead of computing the
-    inertial frame (and copies the inertial frame for a geom or site placed at the centre of
-    mass), and a "simple" body's mass matrix is taken as the constant one of the compiled model.
-    After a write the centre of mass would stay at the origin for kinematics and dynamics, and
-    such a geom would follow it. The generic paths compute all of it from the current fields;
-    the rotations stay shared (``body_iquat`` is not written)."""
-    model.body_sameframe[model.body_sameframe == mujoco.mjtSameFrame.mjSAMEFRAME_BODY] = \
-        mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT
-    for frames in (model.geom_sameframe, model.site_sameframe):
-        frames[frames == mujoco.mjtSameFrame.mjSAMEFRAME_INERTIA] = mujoco.mjtSameFrame.mjSAMEFRAME_INERTIAROT
+def _drop_compiled_shortcuts(model: mujoco.MjModel, name: str) -> None:
+    """Let a written mass or centre of mass take effect. The compiler takes shortcuts that hold
+    only for the compiled values: a "simple" body's share of the mass matrix is a constant of
+    the compiled model, and where a centre of mass sits at its body's origin kinematics copies
+    the body frame instead of computing the inertial frame (and copies the inertial frame for a
+    geom or site placed at the centre of mass). After a write, a simple body would keep its
+    compiled mass, a centre of mass would stay at the origin, and such a geom would follow it.
+    The generic paths compute all of it from the current fields; the rotations stay shared
+    (``body_iquat`` is not written)."""
     model.body_simple[:] = 0
     model.dof_simplenum[:] = 0
+    if name == "body_ipos":
+        model.body_sameframe[model.body_sameframe == mujoco.mjtSameFrame.mjSAMEFRAME_BODY] = \
+            mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT
+        for frames in (model.geom_sameframe, model.site_sameframe):
+            frames[frames == mujoco.mjtSameFrame.mjSAMEFRAME_INERTIA] = mujoco.mjtSameFrame.mjSAMEFRAME_INERTIAROT
 
 
 class MujocoHostBackend(SimBackend):
@@ -309,8 +311,8 @@ class MujocoHostBackend(SimBackend):
                 else (self._physics_models[row],)
             for model in written:
                 getattr(model, name)[:] = vals[k]
-                if name == "body_ipos":
-                    _drop_centre_of_mass_shortcuts(model)
+                if name != "geom_friction":
+                    _drop_compiled_shortcuts(model, name)
 
     def _close(self) -> None:
         self._pool.close()
