@@ -200,6 +200,28 @@ def test_model_field_writes_reach_the_captured_physics(builtin_model, field, sca
         b.close()
 
 
+def test_a_mass_write_updates_the_subtree_sensors_as_mujoco_does(builtin_model):
+    """subtreecom and subtreelinvel divide by the subtree's mass, a derived constant: a written
+    row reads what MuJoCo reads once mj_setConst has recomputed it, an unwritten row is unchanged."""
+    xml = all_kinds_model(builtin_model)
+    model = mujoco.MjModel.from_xml_string(xml)
+    b = unisim.create_backend("mjwarp", model=xml, num_envs=2, device="cpu")
+    try:
+        mass = b.model_field("body_mass")
+        heavier = mass[:1].clone()
+        heavier[0, 2:] *= 3.0  # every body below the torso's first child: its subtree tilts
+        b.set_model_field("body_mass", torch.tensor([0]), heavier)
+        qpos, qvel = random_model_state(model, 2, 5)
+        b.set_state(torch.arange(2), qpos, qvel)
+        written = mujoco.MjModel.from_xml_string(xml)
+        written.body_mass[:] = heavier[0].double().numpy()
+        mujoco.mj_setConst(written, mujoco.MjData(written))
+        assert_views_match(b.views(), torch.tensor([0]), mj_reference(written, qpos[:1], qvel[:1]))
+        assert_views_match(b.views(), torch.tensor([1]), mj_reference(model, qpos[1:], qvel[1:]))
+    finally:
+        b.close()
+
+
 def test_friction_that_would_make_mujoco_warp_nan_is_refused(backend):
     friction = backend.model_field("geom_friction")
     with pytest.raises(ContractViolation, match="geom_friction"):

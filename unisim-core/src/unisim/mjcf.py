@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
+import torch
 
 from unisim.contacts import (
     ContactFilter,
@@ -90,6 +91,21 @@ MIN_BODY_MASS = 1e-6
 def body_mass_minimums(model: mujoco.MjModel) -> tuple[float, ...]:
     """Per-body lowest writable mass, in body order (the field's last axis)."""
     return tuple(0.0 if float(m) == 0.0 else MIN_BODY_MASS for m in model.body_mass)
+
+
+def subtree_membership(body_parentid) -> torch.Tensor:
+    """(nbody, nbody) float32 matrix whose [j, b] is 1 when body j is in the subtree of body b
+    (b itself included): ``body_mass @ it`` is MuJoCo's ``body_subtreemass``."""
+    parents = [int(p) for p in body_parentid]
+    member = torch.zeros(len(parents), len(parents))
+    for j in range(len(parents)):
+        b = j
+        while True:  # j, its parent, ... up to the world body, its own parent
+            member[j, b] = 1.0
+            if b == 0:
+                break
+            b = parents[b]
+    return member
 
 
 def _name(model: mujoco.MjModel, objtype: int, objid: int) -> str:

@@ -65,6 +65,7 @@ from unisim.mjcf import (
     compile_spec,
     load_spec,
     resolve_contact_sensors,
+    subtree_membership,
 )
 from unisim.views import BackendViews
 
@@ -130,7 +131,8 @@ class MjWarpBackend(SimBackend):
         njmax = default_njmax if njmax is None else njmax
         wp.init()
         with wp.ScopedDevice(self._wp_device):
-            self._m = mjw.put_model(mjmodel, batch_sizes=dict.fromkeys(MODEL_FIELDS, num_envs))
+            # body_subtreemass too: the subtree sensors divide by it, and a mass write updates it.
+            self._m = mjw.put_model(mjmodel, batch_sizes=dict.fromkeys(MODEL_FIELDS | {"body_subtreemass"}, num_envs))
             self._d = mjw.make_data(mjmodel, nworld=num_envs, nconmax=nconmax, njmax=njmax)
             self._rootid = wp.array(mjmodel.body_rootid.astype("int32"), dtype=wp.int32)
             nbody = mjmodel.nbody
@@ -152,6 +154,8 @@ class MjWarpBackend(SimBackend):
         self._overflow = wp.to_torch(d.overflow)
         self._overflow_history = torch.zeros_like(self._overflow)  # bits of every episode so far
         self._fields = {name: wp.to_torch(getattr(self._m, name)) for name in MODEL_FIELDS}
+        self._subtree_mass = wp.to_torch(self._m.body_subtreemass)
+        self._in_subtree = subtree_membership(mjmodel.body_parentid).to(device)
         # Contact views: zero-copy over the kernel's outputs (empty tensors when none was asked).
         contacts = self._contacts
         self._contact_force = (wp.to_torch(contacts["force"]) if contacts else
@@ -257,6 +261,8 @@ class MjWarpBackend(SimBackend):
     def _set_model_field(self, name: str, rows: Rows, values: torch.Tensor) -> None:
         # The graphs read these arrays by pointer, so the write is in place and needs no recapture.
         self._fields[name].index_copy_(0, rows, values)
+        if name == "body_mass":  # the one derived constant a sensor reads (subtreecom, subtreelinvel)
+            self._subtree_mass.index_copy_(0, rows, values @ self._in_subtree)
 
     def diagnostics(self) -> dict[str, Any]:
         # The only place overflow and contact counts cross to the host.
