@@ -262,7 +262,8 @@ class MjWarpBackend(SimBackend):
         # The graphs read these arrays by pointer, so the write is in place and needs no recapture.
         self._fields[name].index_copy_(0, rows, values)
         if name == "body_mass":  # the one derived constant a sensor reads (subtreecom, subtreelinvel)
-            self._subtree_mass.index_copy_(0, rows, values @ self._in_subtree)
+            # A masked sum, not a matmul: a caller's TF32 setting would round a matmul's inputs.
+            self._subtree_mass.index_copy_(0, rows, (values[:, :, None] * self._in_subtree).sum(1))
 
     def diagnostics(self) -> dict[str, Any]:
         # The only place overflow and contact counts cross to the host.
