@@ -18,10 +18,14 @@ def joint_limit_violation(env, soft_lo: torch.Tensor, soft_hi: torch.Tensor) -> 
 
 
 def soft_joint_limits(env, factor: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The joint ranges shrunk about their middle by ``factor``."""
+    """The joint ranges shrunk about their middle by ``factor``; an unlimited joint stays
+    unlimited."""
     lim = env.robot.joint_limits
     mid, half = lim.mean(dim=1), 0.5 * (lim[:, 1] - lim[:, 0]) * factor
-    return mid - half, mid + half
+    # An unlimited joint's range is (-inf, inf): its middle is inf - inf = NaN, and a NaN bound
+    # makes every clamp against it (the limit penalty, a reset's joint positions) NaN.
+    limited = torch.isfinite(half)
+    return torch.where(limited, mid - half, lim[:, 0]), torch.where(limited, mid + half, lim[:, 1])
 
 
 def action_rate_l2(env) -> torch.Tensor:
