@@ -68,13 +68,17 @@ class StartSampler:
         if self.mode == "adaptive":
             # The uniform floor in proportion to a bin's frames: a clip's short last bin (4 of
             # 455 frames at 50 per bin) drew a tenth of the starts where uniform gives it 1%.
-            p = self.failed + self.uniform_ratio / self.num_bins * (self.bin_size / self.bin_frames)
-            smoothed = p
+            floor = self.uniform_ratio / self.num_bins * (self.bin_size / self.bin_frames)
+            smoothed = self.failed
             for k, weight in enumerate(self.kernel[1:], start=1):  # failures k bins ahead, same clip only
-                ahead = torch.zeros_like(p)
-                ahead[:-k] = p[k:] * (self.bin_clip[:-k] == self.bin_clip[k:])
-                smoothed = smoothed + weight * ahead  # a new tensor: p stays as it was
-            p = smoothed
+                ahead = torch.zeros_like(self.failed)
+                ahead[:-k] = self.failed[k:] * (self.bin_clip[:-k] == self.bin_clip[k:])
+                smoothed = smoothed + weight * ahead  # a new tensor: failed stays as it was
+            # The kernel borrows failures only. Borrowed as well, the floor came up short in a
+            # clip's last bins (no bin of the clip lies ahead of them), so that without failures
+            # they drew fewer starts than their frames; each bin's floor takes the kernel's whole
+            # weight instead, what a bin with a complete look-ahead borrowed.
+            p = smoothed + sum(self.kernel) * floor
         else:
             p = self.bin_size.float()  # uniform over frames
         per_clip = torch.zeros_like(self.clip_weight).index_add_(0, self.bin_clip, p)
