@@ -12,7 +12,7 @@ deterministic policy. Per command it reports:
   over the envs still up (``lin_vel_error_worst``: the worst env); ``ang_vel_error`` the same
   for the yaw rate; ``lin_vel_error_instant``: the per-step planar error averaged over time,
   which also counts the gait's sway;
-- ``tilt_rate_rms``: per env, the RMS of the torso frame's roll and pitch rates over the window,
+- ``tilt_rate_rms``: per env, the RMS of the base (pelvis) frame's roll and pitch rates over the window,
   averaged over the envs still up: a diagnostic, not a criterion (the yaw-tracking reward's
   kernel counts these rates as error, so a gait that rocks the body earns less for turning);
 - ``passed``: ``lin_vel_error <= max_lin_vel_error``, ``ang_vel_error <= max_ang_vel_error``
