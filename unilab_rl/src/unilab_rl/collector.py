@@ -5,8 +5,9 @@ Everything stays on the env device; the only host syncs are the optional timing 
 
 Quarantine: a row whose reward, observation or final observation is non-finite is stored
 with zeros and ``valid=False`` (the replay never samples it and cuts the n-step windows that
-would read through it), its observation is zeroed before the policy sees it, and it is
-counted. Dropping rows instead of the whole step keeps one broken env from stalling training.
+would read through it), its observation is zeroed before the policy sees it (so the row's
+next step, which starts from those zeros, is stored invalid as well), and it is counted.
+Dropping rows instead of the whole step keeps one broken env from stalling training.
 
 Episode return and length are computed here, once, for any env under the contract (from the
 rewards and done flags it returns); the env reports what its terms declare (``metric_names``).
@@ -63,6 +64,9 @@ class Collector:
         self.finished = torch.zeros(4, device=device)
         self.quarantined_rows = torch.zeros((), dtype=torch.long, device=device)
         self.quarantined_steps = torch.zeros((), dtype=torch.long, device=device)
+        # False for rows whose current observation is the zeros a quarantine put in place of a
+        # non-finite one: the next transition of such a row starts from no real state.
+        self.obs_is_real = torch.ones(spec.num_envs, dtype=torch.bool, device=device)
         self.env_log_sums: dict[str, torch.Tensor] = {}
         self.env_log_count = 0
         self.steps = 0
@@ -97,7 +101,11 @@ class Collector:
                 g: torch.where((done & finite)[:, None], final_obs[g], next_obs[g]) for g in self.spec.observation_spec
             }
             if self.replay is not None:
-                self.replay.add(self.obs, action, reward, bootstrap_obs, terminated, truncated, valid=finite)
+                # A row that started from a quarantine's zeroed observation is stored invalid too:
+                # (zeros, action, reward, next obs) is no transition the env made.
+                self.replay.add(self.obs, action, reward, bootstrap_obs, terminated, truncated,
+                                valid=finite & self.obs_is_real)
+            self.obs_is_real = finite
             self._track_episodes(reward, done, terminated)
             self._accumulate_env_log(info.get(INFO_LOG))
             if self.wait_for_learner is not None:
@@ -122,6 +130,11 @@ class Collector:
             raise ValueError("step_env_only: actions must hold at least one action")
         for action in actions:
             obs = self.env.step(action)[0]
+        if self.replay is not None:
+            # The next stored step does not follow the newest stored one: no n-step window may
+            # sum rewards across the steps taken here.
+            self.replay.cut_chain(torch.ones(self.spec.num_envs, dtype=torch.bool, device=self.spec.device))
+        self.obs_is_real = torch.ones_like(self.obs_is_real)
         # Copied once: an env stepping from CUDA graphs hands back the same buffers every step.
         self.obs = {group: value.clone() for group, value in obs.items()}
 
