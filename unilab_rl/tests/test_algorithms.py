@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 from helpers import tiny_agent
+from unilab_rl.algorithms import update_metric_names
 from unilab_rl.networks.flash import UnitBatchNorm, UnitLinear, UnitRMSNorm
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 
@@ -29,6 +30,16 @@ def test_update_returns_finite_losses_and_changes_the_actor(algo):
     runner.agent.update(runner.replay.sample(32))
     after = runner.agent.actor.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_an_update_returns_exactly_the_metrics_its_algorithm_declares(algo):
+    # The declaration is what a --goal on loss/<name> is checked against before training.
+    runner = filled_runner(algo)
+    seen = set()
+    for _ in range(4):  # actor steps come every policy period; the critic's every update
+        seen |= set(runner.agent.update(runner.replay.sample(32)))
+    assert sorted(seen) == sorted(update_metric_names(algo))
 
 
 @pytest.mark.parametrize("algo", ALGOS)

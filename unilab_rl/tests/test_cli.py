@@ -335,6 +335,15 @@ def test_goals_take_the_metrics_a_single_process_run_logs_and_keep_their_thresho
     assert "unknown metric 'perf/env_steps_per_s_all_ranks'" in capsys.readouterr().err
 
 
+def test_a_goal_on_a_learner_loss_is_taken_and_one_on_an_unknown_loss_is_refused(tmp_path, capsys):
+    assert run_train(base_args(tmp_path / "a") + [*TINY_TOKENS, "--goal", "loss/actor/temperature<100"]) == 0
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["goals_met_at_end"] is True and summary["goal_values_at_end"]["loss/actor/temperature"] > 0
+    assert run_train(base_args(tmp_path / "b") + [*TINY_TOKENS, "--goal", "loss/actor/nope<1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown metric 'loss/actor/nope'" in err and "loss/critic/loss" in err
+
+
 def test_start_up_is_said_and_kept_apart_from_the_training_budget(tmp_path, capsys, monkeypatch):
     # A slow env build must show up as start-up, not as training time.
     import time as time_module

@@ -33,6 +33,11 @@ def lookup(name: str) -> Algorithm:
     return ALGORITHMS[name]
 
 
+def update_metric_names(name: str) -> tuple[str, ...]:
+    """The names an algorithm's update returns: a run logs them under ``LOSS_METRIC_PREFIX``."""
+    return lookup(name).learner_class.update_metrics
+
+
 def build_config(name: str, values: dict[str, Any]) -> OffPolicyConfig:
     """Validate ``values`` (strings are coerced by pydantic) into the algorithm's config."""
     return lookup(name).config_class.model_validate(values)

@@ -25,6 +25,7 @@ from unilab_rl.contract import (
 )
 from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.learner import (
+    TEMPERATURE_METRICS,
     GradientHook,
     autocast_context,
     averaged_policy,
@@ -80,6 +81,8 @@ class FastSAC:
     """FastSAC learner and policy for one EnvSpec (actor reads "policy", critic "critic")."""
 
     name = "fastsac"
+    # What ``update`` returns, once its actor has stepped (the runner logs each as loss/<name>).
+    update_metrics = ("critic/loss", "critic/q_mean", "actor/loss", *TEMPERATURE_METRICS)
 
     def __init__(self, spec: EnvSpec, config: FastSACConfig, device: torch.device) -> None:
         self.config = config

@@ -36,6 +36,7 @@ from unilab_rl.contract import (
 )
 from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.learner import (
+    TEMPERATURE_METRICS,
     GradientHook,
     autocast_context,
     averaged_policy,
@@ -93,6 +94,8 @@ class FlashSAC:
     """FlashSAC learner and policy for one EnvSpec (actor reads "policy", critic "critic")."""
 
     name = "flashsac"
+    # What ``update`` returns, once its actor has stepped (the runner logs each as loss/<name>).
+    update_metrics = ("critic/loss", "critic/q_mean", "critic/reward_scale", "actor/loss", *TEMPERATURE_METRICS)
 
     def __init__(self, spec: EnvSpec, config: FlashSACConfig, device: torch.device) -> None:
         self.config = config

@@ -1,8 +1,9 @@
 """Training goals as data: a logged metric, a comparison and a threshold.
 
 A goal is written ``NAME<VALUE``, ``NAME<=VALUE``, ``NAME>VALUE`` or ``NAME>=VALUE``, where
-NAME is a key the runner logs (``collector/episode_length_fraction``, or a metric the
-task declares under ``env/``, e.g. ``env/metrics/twist/lin_vel_error``). The tracker
+NAME is a key the runner logs (``collector/episode_length_fraction``, a learner's
+``loss/critic/loss``, or a metric the task declares under ``env/``, e.g.
+``env/metrics/twist/lin_vel_error``). The tracker
 reads every log interval; a metric missing from an interval keeps its last value (episode
 statistics exist only for intervals in which episodes ended), and a goal whose metric was
 never logged is not met.

@@ -107,14 +107,16 @@ def eval_mode(module: nn.Module) -> Iterator[None]:
         module.train(was_training)
 
 
+TEMPERATURE_METRICS = ("actor/entropy", "actor/temperature", "actor/temperature_loss")  # temperature_step's
+
+
 def temperature_step(log_temperature: nn.Parameter, optimizer: torch.optim.Optimizer, log_prob: torch.Tensor,
                      target_entropy: float, gradient_hook: GradientHook | None) -> dict[str, torch.Tensor]:
     """SAC's learned temperature: move the policy's entropy toward ``target_entropy``."""
     entropy = -log_prob.detach().float().mean()
     loss = log_temperature.exp() * (entropy - target_entropy)
     optimizer_step(optimizer, loss, gradient_hook)
-    return {"actor/entropy": entropy, "actor/temperature": log_temperature.detach().exp(),
-            "actor/temperature_loss": loss.detach()}
+    return dict(zip(TEMPERATURE_METRICS, (entropy, log_temperature.detach().exp(), loss.detach()), strict=True))
 
 
 def sac_update_step(agent, with_actor: bool, batch: ReplayBatch) -> dict[str, torch.Tensor]:

@@ -25,6 +25,8 @@ from unilab_rl.replay import ReplayBuffer
 from unilab_rl.snapshot_names import snapshot_name, step_snapshot_name
 from unilab_rl.timing import SampledPhaseTimer
 
+LOSS_METRIC_PREFIX = "loss/"  # before each name an update returns, in the logged metrics
+
 
 class RunnerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
@@ -278,7 +280,7 @@ class OffPolicyRunner:
         metrics.update({f"perf/{k}": v for k, v in self.timer.flush().items()})
         if self.update_count:
             sums = self._checked_update_sums()
-            metrics.update({f"loss/{n}": total / self.update_count for n, total in sums.items()})
+            metrics.update({f"{LOSS_METRIC_PREFIX}{n}": total / self.update_count for n, total in sums.items()})
             self.update_sums.clear()
             self.update_count = 0
         metrics.update({f"env/{k}": float(v) for k, v in self.env.flush_metrics().items()})

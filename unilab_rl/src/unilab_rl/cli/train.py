@@ -49,7 +49,7 @@ from typing import Any
 import torch
 
 from unilab_rl import distributed
-from unilab_rl.algorithms import UnknownAlgorithm, build_agent
+from unilab_rl.algorithms import UnknownAlgorithm, build_agent, update_metric_names
 from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli.launch import launch_torchrun, without_nproc
 from unilab_rl.cli.metrics_sink import TrainingSink, write_json_atomic
@@ -73,7 +73,7 @@ from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
-from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity
+from unilab_rl.runner import LOSS_METRIC_PREFIX, LearnerDiverged, OffPolicyRunner, RunIdentity
 
 EXIT_BAD_INPUT = 2
 # What unilab-train reports as bad input (exit 2, nothing written): the errors main() catches.
@@ -231,6 +231,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
         try:  # a goal on a metric this run never logs is a typo: refuse it before training
             ranked = DATA_PARALLEL_METRICS if rank is not None and rank.world_size > 1 else ()
             check_known(plan["goals"], [*COLLECTOR_METRICS, *RUNNER_METRICS, *ranked,
+                                        *(f"{LOSS_METRIC_PREFIX}{n}" for n in update_metric_names(args.algo)),
                                         *(f"env/{n}" for n in spec.metric_names)])
         except GoalError as error:
             raise UsageError(str(error)) from None
