@@ -5,7 +5,7 @@
 
 Method (docs/perf/README.md): one process, one backend; warm up first (compiles, graph
 capture); then ``--samples`` interleaved rounds, each timing ``--steps`` steps of: raw
-physics (``backend.step`` alone with the env's last ctrl, from the env's current states,
+physics (``backend.step`` alone with the zero policy's ctrl, from the env's current states,
 which are restored afterwards), the env with a zero policy, the env with a random policy,
 and the ``--compare-task`` owner (by default the same task with unfused reward terms;
 ``--compare-override`` edits it alone). The device is synchronized before every
@@ -155,6 +155,11 @@ def run(args: argparse.Namespace) -> dict:
         for _ in range(args.warmup):
             ref.step(zeros)
 
+    # The raw rows step physics with the env's last ctrl. The zero policy's ctrl (the warm-up's)
+    # is put back before them in every round: the round before ended on the random policy, and
+    # raw physics holding a random joint target is not the workload of env_zero, the row the
+    # ratios to raw are read for (on mujoco it ran faster than with the zero policy's ctrl).
+    zero_ctrl = env.action_manager.ctrl.clone()
     gap_ops = dispatch_profile(env, zeros)["kernel_ops_per_step"] if args.gap_rows else 0
     gap = ["raw_with_state_write", "raw_with_torch_ops", "raw_replaying_env_writes"] if args.gap_rows else []
     rates: dict[str, list[float]] = {k: [] for k in ["raw", *gap, *envs, *(["reference"] if ref is not None else [])]}
@@ -163,6 +168,7 @@ def run(args: argparse.Namespace) -> dict:
     # to see drift, and the full window made it most of the run's time on a GPU.
     paired_steps = max(5, steps // 5)
     for _ in range(args.samples):
+        env.action_manager.ctrl.copy_(zero_ctrl)  # the next env step writes its own ctrl over it
         rates["raw"].append(n * steps / _raw_sample(env, steps))
         if args.gap_rows:
             rates["raw_with_state_write"].append(n * steps / gap_rows.raw_with_state_write(env, steps, _time_steps))
