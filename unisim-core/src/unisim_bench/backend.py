@@ -8,10 +8,10 @@ the same model and size (physics only; views describe the pre-integration state)
 ``backend.step(ctrl, substeps)``: ctrl copy, the same substeps plus the publish pass
 (kinematics, sensors, body-origin velocities) in one graph, with the contract's validation
 (``validate=True``: one device sync for the finite check) and without it (hot-loop mode).
-Raw and adapter samples are interleaved; each sample times ``iters`` env steps between two
-device synchronisations. set_state: ``rows`` random distinct rows (1/5/25% by default), per
-call, validated or not, and by mask (``set_state_where``, not validated); the
-physics-step counter must not move. Every figure is
+Raw and adapter samples are interleaved, each side restarting from the start state; each
+sample times ``iters`` env steps between two device synchronisations. set_state: ``rows``
+random distinct rows (1/5/25% by default), per call, validated or not, and by mask
+(``set_state_where``, not validated); the physics-step counter must not move. Every figure is
 min/median/max over ``samples`` samples; a JSON record keeps the commit, versions and GPU.
 """
 
@@ -92,6 +92,18 @@ def _raw_mjwarp(model_path: str, num_envs: int, device: torch.device, substeps: 
     return lambda: wp.capture_launch(graph), (m, d)
 
 
+def _restart_raw(data, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+    """Put the raw Data back to the start state (the fields the adapter's set_state writes).
+    Each sample restarts both sides: otherwise raw physics times a robot that has drifted or
+    fallen over every earlier sample, beside an adapter that is always near its start."""
+    import warp as wp
+
+    wp.to_torch(data.qpos).copy_(qpos)
+    wp.to_torch(data.qvel).copy_(qvel)
+    for field in (data.time, data.act, data.qacc_warmstart):
+        wp.to_torch(field).zero_()
+
+
 def bench_mjwarp(model: str, num_envs: int, device: torch.device, substeps: int, iters: int, samples: int,
                  fractions: list[float]) -> dict[str, Any]:
     t0 = time.perf_counter()
@@ -109,6 +121,7 @@ def bench_mjwarp(model: str, num_envs: int, device: torch.device, substeps: int,
 
     rates: dict[str, list[float]] = {"raw_graph": [], "adapter_validate": [], "adapter_no_validate": []}
     for _ in range(samples):  # interleaved: raw, adapter(validated), adapter(hot loop)
+        _restart_raw(keep_alive[1], qpos, qvel)
         rates["raw_graph"].append(num_envs / _timed(raw_step, iters, device))
         backend.validate = True
         rates["adapter_validate"].append(num_envs / _timed(adapter_step, iters, device))
