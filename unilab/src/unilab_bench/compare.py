@@ -15,8 +15,9 @@ The budget (docs/perf/README.md):
 Noise: a cost within the samples' own spread is "inside noise"; it passes only if its upper
 estimate (the worst of the paired samples) is inside the allowance. Verdicts per case:
 ``pass``, ``allowance used`` (names the optimization follow-up it opens: bring the metric
-back to at least the base) and ``blocked``. Exit code: 0 all pass, 1 some allowance used,
-2 something blocked, 3 the records could not be read or compared.
+back to at least the base) and ``blocked``. A figure an older base lacks is not compared; one
+the base has and the head lacks blocks, since its gate was never applied. Exit code: 0 all
+pass, 1 some allowance used, 2 something blocked, 3 the records could not be read or compared.
 """
 
 from __future__ import annotations
@@ -148,22 +149,23 @@ def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | 
     smoke = bool(head.get("smoke"))
     allowance = allowance_for(task)
     metrics: list[dict[str, Any]] = []
-    if not smoke:
-        for metric in THROUGHPUT:
-            b, h = _values(base, metric), _values(head, metric)
-            if b and h:
-                line = _values(baseline, metric) if baseline and baseline.get("status") == "ok" else None
-                metrics.append(judge_throughput(name, metric, b, h, paired, allowance, line))
-        b, h = _values(base, "reset_done_ms"), _values(head, "reset_done_ms")
-        if b and h:
-            metrics.append(judge_reset_done(b, h, paired))
-    for metric in SYNCS:
+
+    def judge(metric: str, judged) -> None:
         b, h = _values(base, metric), _values(head, metric)
         if b and h:
-            metrics.append(judge_count(metric, b, h, "host sync"))
-    b, h = _values(base, REDUNDANT), _values(head, REDUNDANT)
-    if b and h:
-        metrics.append(judge_count(REDUNDANT, b, h, "redundant physics step in reset"))
+            metrics.append(judged(b, h))
+        elif b:  # a figure an older base lacks is not compared; one the head lost is no pass
+            metrics.append({"metric": metric, "verdict": BLOCKED,
+                            "why": "the base has this figure and the head none: nothing compared"})
+
+    if not smoke:
+        for metric in THROUGHPUT:
+            line = _values(baseline, metric) if baseline and baseline.get("status") == "ok" else None
+            judge(metric, lambda b, h, m=metric, line=line: judge_throughput(name, m, b, h, paired, allowance, line))
+        judge("reset_done_ms", lambda b, h: judge_reset_done(b, h, paired))
+    for metric in SYNCS:
+        judge(metric, lambda b, h, m=metric: judge_count(m, b, h, "host sync"))
+    judge(REDUNDANT, lambda b, h: judge_count(REDUNDANT, b, h, "redundant physics step in reset"))
     verdict = max((m["verdict"] for m in metrics), key=ORDER.__getitem__, default=PASS)
     worst = [m for m in metrics if m["verdict"] == verdict and verdict != PASS]
     why = "; ".join(f"{m['metric']}: {m['why']}" for m in worst) or ("smoke: counts only" if smoke else "inside budget")
