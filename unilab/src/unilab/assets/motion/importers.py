@@ -15,7 +15,9 @@ Three inputs are understood:
   the file lacks, is an error listing them. Body arrays covering every model body are
   reordered and kept; otherwise the body states are recomputed by forward kinematics.
 - **mjlab / BeyondMimic NPZ** (no names): ``fps``, ``joint_pos``/``joint_vel`` (T, 29) in
-  the model's joint order, ``body_*_w`` (T, 30, ...) in the model's body order. Kept as stored.
+  the model's joint order, ``body_*_w`` (T, 30, ...) in the model's body order. Kept as stored,
+  once the model's FK of the root pose and joints is seen to reproduce the body poses (a file in
+  another joint or body order, or with xyzw quaternions, is refused).
 
 Every input is validated before anything is written (width, finite values, unit
 quaternions, names, fps); ``import_motion`` raises ``MotionDataError`` naming the problem.
@@ -29,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from unilab.assets.motion import kinematics as kin
+from unilab.assets.motion.check import FK_POS_TOL_MM, FK_ROT_TOL_RAD
 from unilab.assets.motion.clip import MotionClip
 from unilab.assets.motion.io import (
     ARRAY_FIELDS,
@@ -275,7 +278,26 @@ def import_mjlab_npz(z: dict[str, np.ndarray], where: str, fps: float | None, na
         raise MotionDataError(f"{where}: joint_pos width {arrays['joint_pos'].shape[1]} / body count "
                               f"{arrays['body_pos_w'].shape[1]}: an unnamed clip must have the G1's {j} joints and "
                               f"{b} bodies in model order (otherwise give joint_names/body_names)")
+    validate_arrays(arrays, model_joints, model_bodies, where)  # shapes and unit quaternions before FK
+    check_model_order(arrays, where)
     return _finish(name, fps, arrays, where)
+
+
+def check_model_order(arrays: dict[str, np.ndarray], where: str) -> None:
+    """An unnamed clip's columns are only assumed to be in model order; an IsaacLab-ordered joint
+    array (BeyondMimic's own files interleave left, right and waist joints) or xyzw quaternions have
+    the same widths and would be kept silently scrambled. The model's FK of the stored root pose and
+    joints must reproduce the stored body poses (the check's tolerances) or the file is refused.
+    ``arrays`` passed ``validate_arrays``."""
+    q = arrays["body_quat_w"] / np.linalg.norm(arrays["body_quat_w"], axis=-1, keepdims=True)
+    fk = kin.forward_kinematics(arrays["body_pos_w"][:, 0], q[:, 0], arrays["joint_pos"])
+    pos_mm = float(np.abs(fk["body_pos_w"] - arrays["body_pos_w"]).max()) * 1000.0
+    rot = float(kin.quat_angle(fk["body_quat_w"], q).max())
+    if pos_mm > FK_POS_TOL_MM or rot > FK_ROT_TOL_RAD:
+        raise MotionDataError(f"{where}: the body poses are not the G1 model's forward kinematics of the root pose "
+                              f"and joint_pos (off by up to {pos_mm:.1f} mm, {rot:.3g} rad; limit {FK_POS_TOL_MM:g} "
+                              f"mm, {FK_ROT_TOL_RAD:g} rad): an unnamed clip must list joints and bodies in model "
+                              "order with wxyz quaternions (otherwise give joint_names/body_names)")
 
 
 def _finish(name: str, fps: float, arrays: dict[str, np.ndarray], where: str) -> MotionClip:
