@@ -97,6 +97,9 @@ def save_clip(clip: MotionClip, path: str | os.PathLike) -> Path:
     if path.suffix != ".npz":
         raise MotionDataError(f"{path}: a clip file must end in .npz")
     arrays = {f: getattr(clip, f).detach().cpu().numpy().astype(np.float32) for f in ARRAY_FIELDS}
+    # load_clip refuses an fps outside FPS_RANGE (MotionClip only asks for a positive one): checked
+    # here too, so no file is written that cannot be read back.
+    check_fps(clip.fps, f"clip {clip.name!r}")
     validate_arrays(arrays, clip.joint_names, clip.body_names, f"clip {clip.name!r}")
     write_atomically(path, lambda f: np.savez(
         f, format_version=np.int64(CLIP_FORMAT_VERSION), name=np.str_(clip.name), fps=np.float64(clip.fps),
