@@ -63,6 +63,9 @@ class RewardManager:
         per-component totals to ``metrics`` (when logging). Masked: no host sync."""
         mask = done.unsqueeze(1)
         if metrics is not None:
-            metrics.add(self.metric_slot, (self.episode_sums * mask).sum(dim=0))
+            # Selected with where, not multiplied by the mask: a running row whose sum is NaN or
+            # inf (a diverged world) would give 0 * nan = nan and spoil the totals of the episodes
+            # that did end. One kernel either way.
+            metrics.add(self.metric_slot, torch.where(mask, self.episode_sums, 0.0).sum(dim=0))
         self.episode_sums.masked_fill_(mask, 0.0)
         reset_terms(self.terms, done)
