@@ -162,7 +162,9 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
     from unilab.registry import task_config
 
     trained = task_overrides(trained)  # how the training env ran (CUDA graphs, checks) is decided here
-    dropped = overrides_without_target(task_config(task), trained)
+    cfg = task_config(task)
+    dropped = overrides_without_target(cfg, trained)
+    dropped += [k for k in trained if k not in dropped and _names_a_removed_entry(cfg, k)]
     dropped += [k for k in trained if k.removeprefix("env.") in PROTOCOL_SETTINGS and k not in dropped]
     overrides = {**{k: v for k, v in trained.items() if k not in dropped},
                  **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
@@ -170,6 +172,29 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
         print(f"unilab-eval: training overrides not in {task} or set by its evaluation, dropped: {', '.join(dropped)}",
               flush=True)
     return overrides, dropped
+
+
+def _names_a_removed_entry(cfg: Any, key: str) -> bool:
+    """Whether ``key`` ends in an entry of a dict (a term's params, a term table) that ``cfg``
+    does not have: the play variant removed it (tracking's play variant keeps only the command
+    name of ``reset_from_motion``'s params), so the training value has nothing to set there.
+    ``overrides_without_target`` checks the parent path only; applied, such a key is refused
+    as unknown and the checkpoint could not be judged at all. ``backend_options`` is free-form
+    (an override may add a key), so its entries always carry over."""
+    from pydantic import BaseModel
+
+    parts = key.split(".")
+    node = cfg
+    for depth, part in enumerate(parts):
+        if isinstance(node, BaseModel) and part in type(node).model_fields:
+            node = getattr(node, part)
+        elif isinstance(node, dict) and parts[:depth] != ["backend_options"]:
+            if part not in node:
+                return True
+            node = node[part]
+        else:
+            return False  # not this check's to judge: applying the overrides reports it
+    return False
 
 
 def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dict[str, Any],

@@ -78,9 +78,13 @@ def run_checkpoints(path: Path) -> list[tuple[Path, dict[str, Any]]]:
                                   "(checkpoint-<S>s.pt, checkpoint-<N>steps.pt)")
     else:
         files = [path]
+    from unilab.config import task_overrides
+
     loaded = [(file, load_checkpoint(file)) for file in files]
-    check_one_run([(file, tuple(d[k] for k in ("task", "backend", "algo", "env_overrides"))) for file, d in loaded],
-                  "--checkpoint", path)
+    # One run by what its env computed: a resume may change how the env ran (``profile_phases``,
+    # ``cuda_graph``: the execution settings play, evaluation and export leave out anyway).
+    check_one_run([(file, (d["task"], d["backend"], d["algo"], task_overrides(d["env_overrides"])))
+                   for file, d in loaded], "--checkpoint", path)
     # Training order: one run's env-step count only grows.
     return sorted(loaded, key=lambda item: int(item[1]["counters"]["env_steps"]))
 
