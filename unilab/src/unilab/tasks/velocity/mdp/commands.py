@@ -56,6 +56,9 @@ class UniformVelocityCommand(CommandTerm):
         self.draw_low = torch.tensor([0.0, 0.0, 0.0, -cfg.standing_fraction, heading_low, h0, t0], device=dev)
         self.draw_width = torch.tensor([0.0, 0.0, 0.0, 1.0, heading_width, h1 - h0, t1 - t0], device=dev)
         self.lo, self.width = self.draw_low[:3], self.draw_width[:3]  # the twist's ranges (the curriculum's)
+        # The heading controller's yaw-rate limits, as tensors updated in place: a replayed step
+        # graph reads them by pointer, where Python numbers would stay the ones it was captured with.
+        self.yaw_rate_limits = torch.zeros(2, device=dev)
         self.set_ranges(cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z)
 
     def hold(self, commands: torch.Tensor | None) -> None:
@@ -81,6 +84,7 @@ class UniformVelocityCommand(CommandTerm):
         self.ranges = tuple(tuple(map(float, r)) for r in ranges)
         self.lo.copy_(torch.tensor([r[0] for r in self.ranges]))
         self.width.copy_(torch.tensor([r[1] - r[0] for r in self.ranges]))
+        self.yaw_rate_limits.copy_(torch.tensor(self.ranges[2]))
 
     def metrics(self) -> torch.Tensor:
         r = self.env.robot
@@ -118,7 +122,7 @@ class UniformVelocityCommand(CommandTerm):
         cmd = self.sampled
         if self.cfg.heading_command:
             err = wrap_to_pi(self.heading_target - self.env.robot.heading_w)
-            yaw_rate = (self.cfg.heading_stiffness * err).clamp(*self.ranges[2])
+            yaw_rate = (self.cfg.heading_stiffness * err).clamp(self.yaw_rate_limits[0], self.yaw_rate_limits[1])
             cmd = torch.cat((cmd[:, :2], torch.where(self.heading_row > 0.5, yaw_rate, cmd[:, 2]).unsqueeze(1)), dim=1)
         torch.mul(cmd, self.moving.unsqueeze(1), out=self.command)
 
