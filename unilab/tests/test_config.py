@@ -92,6 +92,10 @@ def test_dict_overrides_with_string_values_parse_like_cli_items():
     # pydantic read True as 1: a decimation of 1 and 1-second episodes, without a word.
     ("decimation=True", "'decimation': bad value True: Value error, expected a number, got True"),
     ("episode_length_s=false", "'episode_length_s': bad value False: Value error, expected a number"),
+    # ... also where the number sits in a term's dict, or in a field that may also be None or a dict.
+    ("rewards.velocity.weights.alive=true", "'rewards.velocity.weights.alive': bad value True: expected float"),
+    ("observations.policy.terms.base_ang_vel.scale=true", "'observations.policy.terms.base_ang_vel.scale': bad value True"),
+    ("actions.scale=true", "'actions.scale': bad value True: Value error, expected a number"),
 ])
 def test_impossible_values_are_refused_naming_the_field(override, fragment):
     with pytest.raises(ValueError, match=re.escape(fragment)):

@@ -21,7 +21,8 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -46,9 +47,20 @@ class Strict(BaseModel):
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         # pydantic would read True as 1 (decimation=True a decimation of 1); a number field
         # takes numbers only. The field's own validation does the rest.
-        if isinstance(value, bool) and cls.model_fields[info.field_name].annotation in (int, float):
+        if isinstance(value, bool) and _is_a_number_type(cls.model_fields[info.field_name].annotation):
             raise ValueError(f"expected a number, got {value!r}")
         return value
+
+
+def _is_a_number_type(annotation: Any) -> bool:
+    """int, float, or a union holding one of them and no bool (``float | None``, a float or a
+    per-joint dict): a bool given there can only have been meant as something else."""
+    if annotation in (int, float):
+        return True
+    if get_origin(annotation) not in (Union, UnionType):
+        return False
+    args = get_args(annotation)
+    return bool not in args and any(a in (int, float) for a in args)
 
 
 def ordered_range(value: tuple[float, float]) -> tuple[float, float]:
@@ -395,6 +407,9 @@ def _assign(node: Any, part: str, value: Any, key: str) -> None:
             del node[part]  # `rewards.alive=None` drops a term
             return
         if old is not None and not isinstance(old, BaseModel):
+            if isinstance(value, bool) and not isinstance(old, bool) and isinstance(old, int | float):
+                # TypeAdapter(float) reads True as 1.0: a term's weight of "true" is a typo, not 1
+                raise ValueError(f"override {key!r}: bad value {value!r}: expected {type(old).__name__}")
             try:
                 value = TypeAdapter(type(old)).validate_python(value)
             except ValidationError as exc:
