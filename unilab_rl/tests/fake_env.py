@@ -83,5 +83,13 @@ class PointMassEnv:
     def simulator_diagnostics(self) -> dict[str, Any]:
         return {"steps": self.steps, "altered_worlds": self.altered_worlds}
 
+    def training_state(self) -> dict[str, Any]:
+        return {"steps": self.steps}
+
+    def load_training_state(self, state: dict[str, Any]) -> None:
+        if set(state) != {"steps"}:
+            raise ValueError(f"training state: expected the key 'steps', got {sorted(state)}")
+        self.steps = state["steps"]
+
     def close(self) -> None:
         self.closed = True

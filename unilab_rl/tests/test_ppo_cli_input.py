@@ -84,18 +84,22 @@ def test_resumed_run_counts_the_env_steps_and_time_of_the_model_it_resumed(tmp_p
     assert after["env_steps"] == 4 * 8 * 4
     assert after["wall_s"] > before["wall_s"]
     # The saved model carries the counts itself, so resuming it again continues from them.
-    saved = torch.load(resumed / after["model"], weights_only=False)["infos"][ppo_cli.COUNTERS]
-    assert saved["env_steps"] == after["env_steps"]
+    saved = torch.load(resumed / after["model"], weights_only=False)["infos"]
+    assert saved[ppo_cli.COUNTERS]["env_steps"] == after["env_steps"]
+    assert saved[ppo_cli.ENV_STATE] == {"steps": 4 * 8}  # the resumed env went on from the model's count
 
 
-def test_a_model_saved_without_counts_resumes_from_the_run_json_beside_it(tmp_path):
+def test_a_resumed_run_carries_the_env_state_and_a_model_without_it_is_refused(tmp_path, capsys):
     first, resumed = tmp_path / "first", tmp_path / "resumed"
     assert ppo_cli.main(point_args(first, 2), factory=point_factory) == 0
     model = first / json.loads((first / "run.json").read_text())["model"]
     saved = torch.load(model, weights_only=False)
-    torch.save({**saved, "infos": None}, model)  # as models were saved before they carried the counts
-    assert ppo_cli.main(point_args(resumed, 2, "--resume", str(model)), factory=point_factory) == 0
-    assert json.loads((resumed / "run.json").read_text())["env_steps"] == 4 * 8 * 4
+    assert saved["infos"][ppo_cli.ENV_STATE] == {"steps": 2 * 8}  # the fake env's own step count
+    torch.save({**saved, "infos": None}, model)  # as models were saved before they carried the env's state
+    capsys.readouterr()
+    assert ppo_cli.main(point_args(resumed, 2, "--resume", str(model)), factory=point_factory) == 2
+    assert "holds no env training state" in capsys.readouterr().err
+    assert not resumed.exists()
 
 
 def _empty_file(tmp_path):

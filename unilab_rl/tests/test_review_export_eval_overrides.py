@@ -39,7 +39,7 @@ def test_a_run_resumed_with_another_execution_setting_is_still_one_run(tmp_path)
 
     document = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "fastsac", "env_overrides": {},
                 "algo_config": {}, "spec": {}, "agent": {"w": torch.zeros(2)}, "rng": {},
-                "counters": {"env_steps": 100, "wall_s": 1.0}}
+                "counters": {"env_steps": 100, "wall_s": 1.0}, "env": {}}
     save_checkpoint(tmp_path / "checkpoint-100steps.pt", document)
     save_checkpoint(tmp_path / "checkpoint.pt", {**document, "env_overrides": {"profile_phases": "true"},
                                                  "counters": {"env_steps": 200, "wall_s": 2.0}})

@@ -246,6 +246,26 @@ class ManagerBasedRlEnv:
         timer.stop("metrics_ms")
         return obs
 
+    def training_state(self) -> dict[str, Any]:
+        """What a training run carries into its next session beside the learner's state: the
+        vectorized step count (curricula pick their stage from it) and what command terms
+        learned (the tracking task's failure statistics). Episodes are not carried: a resumed
+        env starts new ones, from its own seed."""
+        self._check_open()
+        return {"step_counter": self.common_step_counter, "commands": self.command_manager.state_dict()}
+
+    def load_training_state(self, state: dict[str, Any]) -> None:
+        """Take back ``training_state()`` of an env of the same task and overrides, before stepping."""
+        self._check_open()
+        if not isinstance(state, dict) or set(state) != {"step_counter", "commands"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"training state: expected the keys ['commands', 'step_counter'], got {got}")
+        counter = state["step_counter"]
+        if not isinstance(counter, int) or isinstance(counter, bool) or counter < 0:
+            raise ValueError(f"training state: step_counter={counter!r}, expected an int >= 0")
+        self.command_manager.load_state_dict(state["commands"])
+        self.common_step_counter = counter
+
     def flush_metrics(self) -> dict[str, float]:
         out = self.metric_manager.flush()  # one host sync
         out.update(self.timer.flush())

@@ -1,7 +1,8 @@
 """Checkpoints: one file, written atomically, validated before anything uses it.
 
 A checkpoint holds everything needed to continue a run: the learner state (networks,
-optimizers, normalizers, exploration state), counters, RNG states, and the run's identity
+optimizers, normalizers, exploration state), the env's training state (its step count, which
+curricula read, and what its terms learned), counters, RNG states, and the run's identity
 (task, backend, env overrides, algorithm and its config). The replay buffer is not saved:
 it is large and refills in ``learning_starts`` transitions after a resume.
 
@@ -31,8 +32,11 @@ from unilab_rl.atomic_file import write_atomically
 from unilab_rl.contract import ENV_RUNNER_CONTRACT_VERSION
 
 CHECKPOINT_FORMAT = "unilab_rl.checkpoint"
-CHECKPOINT_FORMAT_VERSION = 2  # 2: integrity digests; 1 (none) is still read, with the finite check only
-READABLE_FORMAT_VERSIONS = (1, 2)
+# 3: the env's training state ("env"); 2: integrity digests. Versions 1 (no digests: the finite
+# check only) and 2 are still read, to play, judge and export them; resuming needs 3.
+CHECKPOINT_FORMAT_VERSION = 3
+READABLE_FORMAT_VERSIONS = (1, 2, 3)
+ENV_STATE_KEY = "env"
 INTEGRITY_KEY = "integrity"
 REQUIRED_KEYS = ("task", "backend", "env_overrides", "algo", "algo_config", "spec", "agent", "counters", "rng")
 
@@ -151,6 +155,8 @@ def load_checkpoint(path: Path, map_location: torch.device | str = "cpu") -> dic
             f"this unilab_rl reads {list(READABLE_FORMAT_VERSIONS)}")
     verify_integrity(document, path)
     missing = [key for key in REQUIRED_KEYS if key not in document]
+    if document["format_version"] >= 3 and ENV_STATE_KEY not in document:
+        missing.append(ENV_STATE_KEY)
     if missing:
         raise CheckpointError(f"checkpoint {path} is incomplete: missing {missing}")
     return document

@@ -39,7 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-ENV_RUNNER_CONTRACT_VERSION = "1.3.0"
+ENV_RUNNER_CONTRACT_VERSION = "1.4.0"
 
 __all__ = [
     "CRITIC_GROUP", "ENV_RUNNER_CONTRACT_VERSION", "INFO_FINAL_OBS", "INFO_LOG", "POLICY_GROUP", "REQUIRED_GROUPS",
@@ -81,6 +81,10 @@ class RunnerEnv(Protocol):
     def flush_metrics(self) -> dict[str, float]: ...
 
     def simulator_diagnostics(self) -> dict[str, Any]: ...
+
+    def training_state(self) -> dict[str, Any]: ...
+
+    def load_training_state(self, state: dict[str, Any]) -> None: ...
 
     def close(self) -> None: ...
 

@@ -17,7 +17,14 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from unilab_rl.algo_config import OffPolicyConfig
-from unilab_rl.checkpoint import NonFiniteState, capture_rng_state, restore_rng_state, save_checkpoint
+from unilab_rl.checkpoint import (
+    ENV_STATE_KEY,
+    CheckpointError,
+    NonFiniteState,
+    capture_rng_state,
+    restore_rng_state,
+    save_checkpoint,
+)
 from unilab_rl.collector import Collector
 from unilab_rl.contract import EnvSpec, OffPolicyAgent, RunnerEnv
 from unilab_rl.learner_stream import LearnerStream
@@ -318,6 +325,7 @@ class OffPolicyRunner:
                      "action_dim": spec.action_dim, "max_episode_length": spec.max_episode_length,
                      "step_dt": float(spec.step_dt)},
             "agent": self.agent.state_dict(),
+            ENV_STATE_KEY: self.env.training_state(),
             "counters": {"env_steps": self.env_steps, "iterations": self.iterations, "updates": self.updates,
                          "update_credit": self.update_credit, "wall_s": self.total_wall_s()},
             "rng": capture_rng_state(),
@@ -367,6 +375,15 @@ class OffPolicyRunner:
     def restore(self, document: dict[str, Any]) -> None:
         """Continue from a validated checkpoint document (see checkpoint.load_checkpoint)."""
         self.join_learner()
+        if ENV_STATE_KEY not in document:
+            raise CheckpointError(
+                f"a checkpoint of format {document.get('format_version')} holds no env training state: "
+                "resumed, its env would start again from step 0 (a curriculum from its first stage); "
+                "it can still be played, judged and exported")
+        try:  # first: a state of another env is refused before anything here changed
+            self.env.load_training_state(document[ENV_STATE_KEY])
+        except ValueError as error:
+            raise CheckpointError(f"the checkpoint's env training state does not fit this env: {error}") from None
         self.agent.load_state_dict(document["agent"])
         counters = document["counters"]
         self.env_steps = int(counters["env_steps"])

@@ -9,6 +9,9 @@ only calls it at fixed points of the step (see ``ManagerBasedRlEnv``):
 - ``step(dt)`` then advances it (timers tick, expired rows resample, clips advance);
 - ``reset(done)`` in the reset transaction, for the rows starting an episode;
 - ``refresh()`` after the transaction wrote state (a command may depend on the state).
+
+A term that adapts to training (the tracking task's start sampler) returns what it learned
+from ``state_dict()`` and takes it back in ``load_state_dict``: a resumed run goes on from it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,15 @@ class CommandTerm:
 
     def refresh(self) -> None:
         """Recompute after the reset transaction wrote new state."""
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """What the term learned during training (CPU tensors); none by default."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Take back what ``state_dict`` returned (in a freshly built env of the same task)."""
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no training state, got {sorted(state)}")
 
 
 class CommandManager:
@@ -82,3 +94,16 @@ class CommandManager:
     def refresh(self) -> None:
         for t in self._list:
             t.refresh()
+
+    def state_dict(self) -> dict[str, dict[str, torch.Tensor]]:
+        return {name: term.state_dict() for name, term in self.terms.items()}
+
+    def load_state_dict(self, state: dict[str, dict[str, torch.Tensor]]) -> None:
+        if not isinstance(state, dict) or set(state) != set(self.terms):
+            names = sorted(state) if isinstance(state, dict) else state
+            raise ValueError(f"commands: a training state for the commands {names}; this env has {sorted(self.terms)}")
+        for name, term in self.terms.items():
+            try:
+                term.load_state_dict(state[name])
+            except (ValueError, KeyError, TypeError) as error:
+                raise ValueError(f"commands term {name!r}: {error}") from None

@@ -16,8 +16,9 @@ runner config, iterations, env steps and wall time) and, unless ``--export none`
 policy as ``policy.onnx`` (or ``policy.pt``) with the deployment metadata ``unilab-export``
 writes (``policy.json``); with ``clip_actions`` the exported graph clamps its actions as
 training does. ``--resume OUT/model_<it>.pt`` continues from a saved model; each model
-carries the run's env steps and wall time so far (rsl_rl's ``infos``), so the counts of a
-resumed run include those of the model it resumed;
+carries the run's env steps and wall time so far and the env's training state (rsl_rl's
+``infos``), so the counts of a resumed run include those of the model it resumed and its env
+goes on from that model's step count (a curriculum keeps its stage);
 ``--play OUT/model_<it>.pt`` runs deterministic episodes of it and prints what
 ``unilab-play`` prints.
 
@@ -51,6 +52,7 @@ EXIT_BAD_INPUT = 2
 ALGO_NAME = "rsl_rl_ppo"
 PPO_HINT = "install the ppo extra: pip install 'unilab-rl[ppo]' (rsl-rl-lib)"
 COUNTERS = "unilab_rl_counters"  # the key of a saved model's infos holding {"env_steps", "wall_s"}
+ENV_STATE = "unilab_rl_env_state"  # ... and the env's training state (its step count, what its terms learned)
 RSL_RL_MODEL_KEYS = ("actor_state_dict", "critic_state_dict", "optimizer_state_dict", "iter")
 
 # rsl_rl 5.x runner config. Networks and PPO settings are those of the rsl_rl locomotion
@@ -161,19 +163,17 @@ def read_resume_model(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def resumed_counters(path: Path, loaded: dict[str, Any]) -> dict[str, float]:
-    """The env steps and wall time that trained the model being resumed: saved in it by this CLI, else
-    (a model saved before the counters were) the run.json beside it when that describes this very model."""
+def resumed_infos(path: Path, loaded: dict[str, Any]) -> dict[str, Any]:
+    """What this CLI saved with the model to resume: the run's env steps and wall time so far, and
+    the env's training state. A model saved without them (by an older unilab-ppo) is not resumed:
+    its env would start again from step 0 (a curriculum from its first stage)."""
     infos = loaded.get("infos")
-    if isinstance(infos, dict) and isinstance(infos.get(COUNTERS), dict):
-        return {"env_steps": int(infos[COUNTERS]["env_steps"]), "wall_s": float(infos[COUNTERS]["wall_s"])}
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        record = json.loads((path.parent / "run.json").read_text())
-        if record["model"] == path.name:
-            return {"env_steps": int(record["env_steps"]), "wall_s": float(record["wall_s"])}
-    print(f"unilab-ppo: warning: --resume {path}: no record of the env steps that trained it; "
-          "counting from 0", file=sys.stderr)
-    return {"env_steps": 0, "wall_s": 0.0}
+    if not isinstance(infos, dict) or ENV_STATE not in infos or not isinstance(infos.get(COUNTERS), dict):
+        raise UsageError(f"--resume {path}: the model holds no env training state (saved by an older unilab-ppo); "
+                         "resumed, its env would restart its curriculum. It can still be played (--play)")
+    counters = infos[COUNTERS]
+    return {"counters": {"env_steps": int(counters["env_steps"]), "wall_s": float(counters["wall_s"])},
+            "env": infos[ENV_STATE]}
 
 
 def counting_runner(base: type) -> type:
@@ -193,7 +193,7 @@ def counting_runner(base: type) -> type:
                     "wall_s": self.earlier["wall_s"] + time.perf_counter() - self.started}
 
         def save(self, path: str, infos: dict | None = None) -> None:  # learn() saves with infos=None
-            super().save(path, {**(infos or {}), COUNTERS: self.counters()})
+            super().save(path, {**(infos or {}), COUNTERS: self.counters(), ENV_STATE: self.env.env.training_state()})
 
     return CountingRunner
 
@@ -218,6 +218,7 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     runner_cfg, env_overrides = split_ppo_overrides(args.overrides)
     check_runner_numbers(runner_cfg, args.num_envs)
     resumed = None if args.resume is None else read_resume_model(args.resume)
+    carried = None if resumed is None else resumed_infos(args.resume, resumed)  # refused before building
     if args.export != "none":
         from unilab_rl.export import ExportError, check_export_packages
 
@@ -251,11 +252,15 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         except (TypeError, ValueError, KeyError, AttributeError) as error:  # a bad key or value in the config
             raise UsageError(f"rsl_rl rejected the runner config: {error}") from None
         if resumed is not None:
-            runner.earlier = resumed_counters(args.resume, resumed)
+            runner.earlier = carried["counters"]
             try:
                 runner.load(str(args.resume), map_location=str(vec_env.device))
             except (RuntimeError, KeyError, ValueError) as error:  # networks of another shape or config
                 raise UsageError(f"--resume {args.resume}: does not fit this run's runner config: {error}") from None
+            try:
+                env.load_training_state(carried["env"])
+            except ValueError as error:
+                raise UsageError(f"--resume {args.resume}: its env training state does not fit this env: {error}") from None
         args.out.mkdir(parents=True, exist_ok=True)  # only now: bad input above leaves no trace in --out
         runner.learn(args.iterations, init_at_random_ep_len=False)
         counters = runner.counters()

@@ -183,6 +183,8 @@ def build_learning(env: RunnerEnv, spec: EnvSpec, args: argparse.Namespace, plan
                 f"{spec.observation_spec} and {spec.action_dim}")
         try:
             runner.restore(document)
+        except CheckpointError as error:  # the env's part: already says what does not fit
+            raise CheckpointError(f"--resume {args.resume}: {error}") from None
         except (RuntimeError, KeyError, ValueError, TypeError) as error:
             raise CheckpointError(f"--resume {args.resume}: its learner state does not fit the {args.algo} learner "
                                   f"of this command ({type(error).__name__}: {str(error).splitlines()[0]})") from None

@@ -135,6 +135,12 @@ class MotionCommand(CommandTerm):
         # The episode starts on the drawn frame (the reset event writes it); the target is the next.
         self._set_frames(done, clip, frame + 1)
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.sampler.state_dict()  # where episodes failed: adaptive sampling's statistics
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.sampler.load_state_dict(state)
+
     def refresh(self) -> None:
         self._version += 1  # the robot anchor moved (reset rows): the relative reference changes
 

@@ -63,6 +63,19 @@ class StartSampler:
         self.failed.mul_(1.0 - self.alpha).index_add_(0, self.bin_of(clip, frame), failed.float(), alpha=self.alpha)
         self._probabilities(out=self.probabilities)
 
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The failure statistics adaptive sampling learned; everything else follows from the config."""
+        return {"failed": self.failed.detach().to("cpu", copy=True)}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        failed = state.get("failed") if isinstance(state, dict) else None
+        if not isinstance(state, dict) or set(state) != {"failed"} or not isinstance(failed, torch.Tensor) or failed.shape != self.failed.shape \
+                or not failed.is_floating_point() or not bool(torch.isfinite(failed).all()) or bool((failed < 0).any()):
+            raise ValueError(f"start sampler: expected {{'failed': finite float tensor >= 0 of shape "
+                             f"{tuple(self.failed.shape)} (one per bin of these clips)}}, got {_describe(state)}")
+        self.failed.copy_(failed)  # in place: a captured step graph reads these tensors by pointer
+        self._probabilities(out=self.probabilities)
+
     def _probabilities(self, out: torch.Tensor) -> torch.Tensor:
         """Per bin: P(clip) * P(bin | clip)."""
         if self.mode == "adaptive":
@@ -100,3 +113,10 @@ class StartSampler:
         """Normalized entropy of the bin distribution (1 = uniform) and its largest probability."""
         p = self.probabilities
         return torch.special.entr(p).sum() * self.inv_log_bins, p.max()  # entr(p) = -p log p, 0 at 0
+
+
+def _describe(state: object) -> str:
+    if not isinstance(state, dict):
+        return type(state).__name__
+    return "{" + ", ".join(f"{k!r}: {tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__}"
+                           for k, v in state.items()) + "}"
