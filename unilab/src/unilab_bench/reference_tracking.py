@@ -264,11 +264,12 @@ class TrackingReference:
         ang = lm.quat_error_magnitude(ref_quat, bq)              # (N, K+1)
         ang_sq = ang.square()
 
-        # Terminations (the frame the policy saw): heights and tilt; clip end and time-out.
-        z_far = diff[..., 2].index_select(1, self.z_select).abs() > self.z_limit  # anchor, then end effectors
-        z_off = z_far.any(dim=1)
-        tilt = ((ref_aq[:, 1:3].square().sum(-1) - robot_aq[:, 1:3].square().sum(-1)).abs()
-                > self.tilt_half_limit)  # projected gravity z = 2 (x^2 + y^2) - 1
+        # Terminations (the frame the policy saw): heights and tilt; clip end and time-out. "Not
+        # within" the limits, as the task's terms, so a diverged (NaN) world ends its episode.
+        z_near = diff[..., 2].index_select(1, self.z_select).abs() <= self.z_limit  # anchor, then end effectors
+        z_off = ~z_near.all(dim=1)
+        tilt = ~((ref_aq[:, 1:3].square().sum(-1) - robot_aq[:, 1:3].square().sum(-1)).abs()
+                 <= self.tilt_half_limit)  # projected gravity z = 2 (x^2 + y^2) - 1
         terminated = z_off | tilt
         clip_end = self.frame >= self.last_frame
         time_out = clip_end
@@ -278,7 +279,7 @@ class TrackingReference:
         truncated = time_out & ~terminated
         done = terminated | truncated
         if self.telemetry:  # what the env's termination manager counts: each condition, each ended episode
-            fired = [z_far[:, 0], z_far[:, 1:].any(dim=1), tilt, clip_end, *([episode_end] if self.time_out_on else [])]
+            fired = [~z_near[:, 0], ~z_near[:, 1:].all(dim=1), tilt, clip_end, *([episode_end] if self.time_out_on else [])]
             self.termination_sums.add_(torch.stack(fired, dim=1).sum(dim=0))
             self.episodes_ended.add_(done.sum())
 

@@ -8,6 +8,9 @@
   reference's by more than ``end_effector_height`` m;
 - ``clip_end``: the reference reached its clip's last frame (a time-out: list it in the
   config's ``time_out_components``).
+
+Each limit is written as "not within it", so a world whose simulation diverged (NaN, which
+fails every comparison) ends its episode instead of running to its time-out.
 """
 
 from __future__ import annotations
@@ -36,10 +39,10 @@ class tracking_terminations:
     def __call__(self, env) -> torch.Tensor:
         c = self.command
         pos, _ = c.errors()  # row 0 the anchor, rows 1.. the tracked bodies
-        anchor_z = pos[:, 0, 2].abs() > self.anchor_height
+        anchor_z = ~(pos[:, 0, 2].abs() <= self.anchor_height)
         # Gravity's z in a frame of unit quaternion (w, x, y, z) is 2 (x^2 + y^2) - 1: compare
         # x^2 + y^2 against half the limit instead of rotating the gravity vector twice.
-        tilt = (c.ref_anchor_quat_w[:, 1:3].square().sum(-1)
-                - c.robot_anchor_quat_w[:, 1:3].square().sum(-1)).abs() > 0.5 * self.anchor_ori
-        ee = (pos[:, self.ee_rows, 2].abs() > self.ee_height).any(dim=1)
-        return torch.stack((anchor_z, tilt, ee, c.at_clip_end()), dim=1)
+        upright = (c.ref_anchor_quat_w[:, 1:3].square().sum(-1)
+                - c.robot_anchor_quat_w[:, 1:3].square().sum(-1)).abs() <= 0.5 * self.anchor_ori
+        ee = ~(pos[:, self.ee_rows, 2].abs() <= self.ee_height).all(dim=1)
+        return torch.stack((anchor_z, ~upright, ee, c.at_clip_end()), dim=1)
