@@ -171,3 +171,17 @@ def test_fractional_updates_per_step_carry_over_between_env_steps(algo):
     assert runner.updates - started == 5  # 2.5 + 2.5, whatever credit the run left over
     assert runner.update_credit == pytest.approx(runner.update_credit % 1.0)
     assert runner.agent.updates == runner.updates
+
+
+def test_flashsac_restarts_the_running_returns_it_loads_and_keeps_their_statistics():
+    # Whoever loads a learner starts new episodes in every env (a resume, play): a saved
+    # return would be added to theirs.
+    runner = filled_runner("flashsac")
+    saved = runner.agent.state_dict()["return_scaler"]
+    assert saved["running_return"].abs().sum() > 0
+    _, _, fresh = tiny_agent("flashsac")
+    fresh.load_state_dict(runner.agent.state_dict())
+    loaded = fresh.return_scaler.state_dict()
+    assert torch.equal(loaded["running_return"], torch.zeros_like(saved["running_return"]))
+    assert torch.equal(loaded["max_abs_return"], saved["max_abs_return"])
+    assert torch.equal(loaded["return_stats.var"], saved["return_stats.var"])

@@ -63,7 +63,7 @@ from unilab_rl.networks.squashed_gaussian import (
     squashed_action,
     squashed_sample,
 )
-from unilab_rl.normalizers import ReturnScaler, resized_return_state
+from unilab_rl.normalizers import ReturnScaler, restarted_return_state
 from unilab_rl.symmetry import batch_mirrors
 
 
@@ -260,7 +260,7 @@ class FlashSAC:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         load_sac_state_dict(self, state)
-        self.return_scaler.load_state_dict(resized_return_state(state["return_scaler"], self.return_scaler))
+        self.return_scaler.load_state_dict(restarted_return_state(state["return_scaler"], self.return_scaler))
         if state["noise"]["noise"].shape == self.noise.shape:  # play may use another num_envs
             self.noise = state["noise"]["noise"].to(self.device)
             self.noise_age = state["noise"]["age"].to(self.device)

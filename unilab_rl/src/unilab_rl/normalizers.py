@@ -65,9 +65,8 @@ class ReturnScaler(nn.Module):
         return torch.maximum(std, self.max_abs_return / self.g_max).clamp_min(1e-6)
 
 
-def resized_return_state(state: dict[str, torch.Tensor], scaler: ReturnScaler) -> dict[str, torch.Tensor]:
-    """A ReturnScaler state that fits ``scaler``'s num_envs (play may use fewer envs than
-    training; the per-env running returns then restart from 0, the statistics carry over)."""
-    if state["running_return"].shape == scaler.running_return.shape:
-        return state
+def restarted_return_state(state: dict[str, torch.Tensor], scaler: ReturnScaler) -> dict[str, torch.Tensor]:
+    """A saved ReturnScaler state for ``scaler``: the statistics carry over, the per-env running
+    returns restart from 0. Whoever loads it starts new episodes in every env (a resumed run's
+    fresh env, play with its own env count), so a saved return would be added to theirs."""
     return {**state, "running_return": torch.zeros_like(scaler.running_return)}
