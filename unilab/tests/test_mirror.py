@@ -96,9 +96,18 @@ def test_a_mirror_that_does_not_undo_itself_is_refused(make_env):
 
 def test_an_action_scale_the_mirror_breaks_is_refused(make_env):
     def lopsided(cfg):
-        cfg.actions.scale = {"left_knee_joint": 0.3, ".*": 0.25}
+        cfg.actions.scale = {"left_knee_joint": 0.3, "(?!left_knee_joint).*": 0.25}
 
     _register_edited("test_mirror_lopsided", lopsided)
     with pytest.raises(ValueError, match=r"actions.mirror: the action scale is not symmetric .*'left_knee_joint'|"
                                          r"actions.mirror: the action scale is not symmetric .*'right_knee_joint'"):
         make_env(task="test_mirror_lopsided", backend="mujoco", num_envs=1)
+
+
+def test_action_scale_patterns_that_overlap_on_a_joint_are_refused(make_env):
+    # First match used to win without a word: the knee's 0.3 lost to the catch-all written first.
+    _register_edited("test_scale_overlap", lambda cfg: setattr(
+        cfg.actions, "scale", {".*": 0.25, "left_knee_joint": 0.3}))
+    with pytest.raises(ValueError, match=r"actions.scale: patterns \['.\*', 'left_knee_joint'\] all match joint "
+                                         r"'left_knee_joint'"):
+        make_env(task="test_scale_overlap", backend="mujoco", num_envs=1)

@@ -30,10 +30,12 @@ class ActionManager:
             if isinstance(cfg.scale, float):
                 scales.append(cfg.scale)
                 continue
-            match = [v for pat, v in cfg.scale.items() if re.fullmatch(pat, joint)]
+            match = [pat for pat in cfg.scale if re.fullmatch(pat, joint)]
             if not match:
                 raise ValueError(f"actions.scale: no pattern matches joint {joint!r}; patterns: {list(cfg.scale)}")
-            scales.append(match[0])
+            if len(match) > 1:  # no silent precedence: an override written after a catch-all must not lose to it
+                raise ValueError(f"actions.scale: patterns {match} all match joint {joint!r}; give each joint one")
+            scales.append(cfg.scale[match[0]])
         dev = env.device
         self.scale = torch.tensor(scales, dtype=torch.float32, device=dev)
         default = env.default_joint_pos if cfg.use_default_offset else torch.zeros(nu, device=dev)
