@@ -12,6 +12,7 @@ from unilab_rl.checkpoint import load_checkpoint, save_checkpoint
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli import train_plan
+from unilab_rl.runner import TIMED_PHASES
 
 TASKS = ["fake_task", "other_task"]
 FORMAT_KEYS = ("format", "format_version", "contract_version", "integrity")  # save_checkpoint writes these
@@ -333,6 +334,17 @@ def test_goals_take_the_metrics_a_single_process_run_logs_and_keep_their_thresho
     assert summary["goals"] == ["progress/replay_transitions>=1", "collector/episodes>=1234567"]  # was 1.23457e+06
     assert run_train(base_args(tmp_path / "b") + [*TINY_TOKENS, "--goal", "perf/env_steps_per_s_all_ranks>0"]) == 2
     assert "unknown metric 'perf/env_steps_per_s_all_ranks'" in capsys.readouterr().err
+
+
+def test_goals_take_the_phase_timings_and_the_names_an_env_adds_as_it_runs(tmp_path):
+    out = tmp_path / "run"
+    goals = ["--goal", "perf/policy_ms>0", "--goal", "env/curriculum/any/stage>=0"]
+    assert run_train(base_args(out) + [*TINY_TOKENS, *goals]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["goal_values_at_end"]["perf/policy_ms"] > 0
+    logged = set().union(*(json.loads(line).keys() for line in (out / "metrics.jsonl").read_text().splitlines()))
+    timings = {k for k in logged if k.startswith("perf/") and k.endswith("_ms")}
+    assert timings and timings <= {f"perf/{phase}_ms" for phase in TIMED_PHASES}  # the declared phases
 
 
 def test_a_goal_on_a_learner_loss_is_taken_and_one_on_an_unknown_loss_is_refused(tmp_path, capsys):

@@ -164,7 +164,7 @@ def test_a_malformed_goal_is_refused_naming_it(text):
 
 
 def test_a_goal_on_a_metric_that_is_never_logged_lists_the_logged_ones():
-    with pytest.raises(GoalError, match=r"unknown metric 'env/metrics/twist/lin_vel_eror'; logged metrics: \["):
+    with pytest.raises(GoalError, match=r"unknown metric 'env/metrics/twist/lin_vel_eror'; a goal takes one of \["):
         check_known([Goal.parse("env/metrics/twist/lin_vel_eror<0.25")], [LENGTH, ERROR])
 
 

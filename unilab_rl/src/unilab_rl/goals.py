@@ -55,12 +55,15 @@ class Goal:
         return f"{self.metric}{self.op}{exact!r}"
 
 
-def check_known(goals: Iterable[Goal], known: Iterable[str]) -> None:
-    """Refuse a goal on a metric the run will never log, listing those it will."""
+def check_known(goals: Iterable[Goal], known: Iterable[str], open_prefixes: tuple[str, ...] = ()) -> None:
+    """Refuse a goal on a metric the run will never log, listing those it will. A name under one
+    of ``open_prefixes`` is taken unchecked: those metrics are named only as the run logs them
+    (an env's curriculum state and phase timings, its step log)."""
     known = sorted(set(known))
     for goal in goals:
-        if goal.metric not in known:
-            raise GoalError(f"--goal {goal}: unknown metric {goal.metric!r}; logged metrics: {known}")
+        if goal.metric not in known and not goal.metric.startswith(open_prefixes):
+            raise GoalError(f"--goal {goal}: unknown metric {goal.metric!r}; a goal takes one of {known}"
+                            + (f" or a name under {list(open_prefixes)}" if open_prefixes else ""))
 
 
 class GoalTracker:

@@ -33,6 +33,7 @@ from unilab_rl.snapshot_names import snapshot_name, step_snapshot_name
 from unilab_rl.timing import SampledPhaseTimer
 
 LOSS_METRIC_PREFIX = "loss/"  # before each name an update returns, in the logged metrics
+TIMED_PHASES = ("policy", "env_step", "replay", "learner")  # the collector's and the learner's: perf/<phase>_ms
 
 
 class RunnerConfig(BaseModel):

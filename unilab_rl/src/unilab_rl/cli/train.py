@@ -73,7 +73,7 @@ from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
-from unilab_rl.runner import LOSS_METRIC_PREFIX, LearnerDiverged, OffPolicyRunner, RunIdentity
+from unilab_rl.runner import LOSS_METRIC_PREFIX, TIMED_PHASES, LearnerDiverged, OffPolicyRunner, RunIdentity
 
 EXIT_BAD_INPUT = 2
 # What unilab-train reports as bad input (exit 2, nothing written): the errors main() catches.
@@ -83,7 +83,11 @@ EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
 PROGRESS_LINE_EVERY_S = 10.0  # stdout not a terminal: status lines instead of a bar
 NO_PROGRESS_LINE_EVERY_S = 30.0  # --no-progress
-RUNNER_METRICS = ("perf/env_steps_per_s", "progress/updates", "progress/replay_transitions")
+RUNNER_METRICS = ("perf/env_steps_per_s", "progress/updates", "progress/replay_transitions",
+                  *(f"perf/{phase}_ms" for phase in TIMED_PHASES))
+# Named only as a run logs them: what an env adds to its metrics (contract: "time/...", "curriculum/...")
+# and the keys of its per-step log (``info["log"]``).
+OPEN_METRIC_PREFIXES = ("env/time/", "env/curriculum/", "env_log/")
 DATA_PARALLEL_METRICS = ("perf/env_steps_per_s_all_ranks",)  # logged only when several ranks run
 
 
@@ -234,7 +238,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
             ranked = DATA_PARALLEL_METRICS if rank is not None and rank.world_size > 1 else ()
             check_known(plan["goals"], [*COLLECTOR_METRICS, *RUNNER_METRICS, *ranked,
                                         *(f"{LOSS_METRIC_PREFIX}{n}" for n in update_metric_names(args.algo)),
-                                        *(f"env/{n}" for n in spec.metric_names)])
+                                        *(f"env/{n}" for n in spec.metric_names)], OPEN_METRIC_PREFIXES)
         except GoalError as error:
             raise UsageError(str(error)) from None
         apply_thread_policy(spec.device, args.torch_threads)
