@@ -55,3 +55,28 @@ def test_a_walking_env_carries_its_step_count_and_refuses_a_tracking_state(make_
         walk.load_training_state({"step_counter": 5, "commands": {"motion": {}}})
     walk.load_training_state({"step_counter": 5, "commands": {"twist": {}}})
     assert walk.common_step_counter == 5
+
+
+def test_a_state_refused_by_a_later_command_term_leaves_the_earlier_ones_as_they_were():
+    from types import SimpleNamespace
+
+    from unilab.managers.command import CommandManager, CommandTerm
+
+    class Counting(CommandTerm):
+        def __init__(self, cfg, env) -> None:
+            super().__init__(cfg, env)
+            self.count = torch.zeros(1)
+
+        def state_dict(self):
+            return {"count": self.count.clone()}
+
+        def load_state_dict(self, state):
+            if set(state) != {"count"}:
+                raise ValueError(f"expected 'count', got {sorted(state)}")
+            self.count.copy_(state["count"])
+
+    manager = CommandManager({}, SimpleNamespace())
+    manager.terms = {"a": Counting(None, None), "b": Counting(None, None)}
+    with pytest.raises(ValueError, match="commands term 'b'"):
+        manager.load_state_dict({"a": {"count": torch.ones(1)}, "b": {"wrong": torch.ones(1)}})
+    assert manager.terms["a"].count.item() == 0.0

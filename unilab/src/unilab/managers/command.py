@@ -102,8 +102,13 @@ class CommandManager:
         if not isinstance(state, dict) or set(state) != set(self.terms):
             names = sorted(state) if isinstance(state, dict) else state
             raise ValueError(f"commands: a training state for the commands {names}; this env has {sorted(self.terms)}")
+        loaded = []
+        before = self.state_dict()
         for name, term in self.terms.items():
             try:
                 term.load_state_dict(state[name])
             except (ValueError, KeyError, TypeError) as error:
+                for done in loaded:  # a refused state changes nothing: the terms already loaded go back
+                    self.terms[done].load_state_dict(before[done])
                 raise ValueError(f"commands term {name!r}: {error}") from None
+            loaded.append(name)
