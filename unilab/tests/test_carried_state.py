@@ -16,6 +16,11 @@ STEP_OUTPUTS = ("env.obs", "env.termination_manager.fired", "env.termination_man
                 "env.termination_manager.truncated", "env.reward_manager.last_components")
 
 
+def _is_a_step_output(path: str) -> bool:
+    # A whole name or what is under it: "env.obs" is an output, "env.observation_manager" is not.
+    return any(path == name or path.startswith((f"{name}.", f"{name}[")) for name in STEP_OUTPUTS)
+
+
 def carried_tensors(env) -> dict[str, torch.Tensor]:
     """Every tensor reachable from the env's managers and terms, by attribute path. The
     robot's derived-state cache is per state by design, and the backend is not the env's;
@@ -25,7 +30,7 @@ def carried_tensors(env) -> dict[str, torch.Tensor]:
     seen: set[int] = set()
 
     def walk(obj, path: str) -> None:
-        if id(obj) in seen or isinstance(obj, RobotState) or path.startswith(STEP_OUTPUTS):
+        if id(obj) in seen or isinstance(obj, RobotState) or _is_a_step_output(path):
             return
         seen.add(id(obj))
         if isinstance(obj, torch.Tensor):
