@@ -5,7 +5,9 @@
 episode at an adaptively sampled frame. Observations, rewards (std, weights), terminations
 and reset/push noise follow mjlab 1.6's G1 tracking task, except for how the policy is held
 to the clip's world position (``ANCHOR_POS_NOISE`` and the ``anchor_pos`` entries of ``STD``
-and ``WEIGHTS``, below). Default clip: a forward walk from the pinned clip set;
+and ``WEIGHTS``, below) and for the contact penalty, which is BeyondMimic's (bodies other than
+feet and hands touching anything with more than 1 N, -0.1 each) where mjlab 1.6 penalizes
+self-collisions (10 N, -10). Default clip: a forward walk from the pinned clip set;
 ``commands.motion.clips=[...]`` takes pinned names or clip files, and
 ``g1_motion_tracking_walk_run`` tracks the 17 walk, jog and turn clips of that set.
 Variants are plain functions editing the default config.
