@@ -1,3 +1,4 @@
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -6,6 +7,12 @@ import torch
 
 # The fake env lives next to the tests; make it importable without a package.
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Tests that need a real env skip where unilab is not installed (unilab_rl alone). Where it is,
+# it is imported here, so that an ImportError inside unilab fails the run instead of turning
+# those tests into skips.
+if importlib.util.find_spec("unilab") is not None:
+    import unilab  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
