@@ -57,3 +57,16 @@ def mj_reference_tensors(model: mujoco.MjModel, qpos: torch.Tensor, qvel: torch.
     """``mj_reference`` as float32 tensors in VIEW_ORDER."""
     ref = mj_reference(model, qpos, qvel)
     return [torch.tensor(ref[key], dtype=torch.float32) for key in VIEW_ORDER]
+
+
+# Two hinged arms. "centred" has its centre of mass at its origin, "offset" a site placed exactly
+# at its (rotated) centre of mass: MuJoCo's compiler marks both as sharing that frame.
+ARMS_XML = """<mujoco><worldbody>
+<body name="centred" pos="0 0 1"><joint name="a" type="hinge" axis="0 1 0"/>
+<inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/></body>
+<body name="offset" pos="1 0 1"><joint name="b" type="hinge" axis="0 1 0"/>
+<inertial pos="0.1 0 0" quat="0.7071068 0.7071068 0 0" mass="1" diaginertia="0.01 0.02 0.03"/>
+<site name="at_com" pos="0.1 0 0" quat="0.7071068 0.7071068 0 0"/></body>
+</worldbody><actuator><motor joint="a"/><motor joint="b"/></actuator>
+<sensor><framepos objtype="body" objname="centred"/><framepos objtype="site" objname="at_com"/></sensor>
+</mujoco>"""

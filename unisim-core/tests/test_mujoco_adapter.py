@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 import unisim
+from sim_test_models import ARMS_XML
 from unisim.conformance.states import random_state
 
 
@@ -151,27 +152,16 @@ def test_a_world_written_past_mujocos_stable_range_counts_as_restarted_by_its_ne
     b.close()
 
 
-# Two hinged arms. "centred" has its centre of mass at its origin, "offset" a site placed exactly
-# at its (rotated) centre of mass: MuJoCo's compiler marks both as sharing that frame.
-_CENTRE_OF_MASS_XML = """<mujoco><worldbody>
-<body name="centred" pos="0 0 1"><joint name="a" type="hinge" axis="0 1 0"/>
-<inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/></body>
-<body name="offset" pos="1 0 1"><joint name="b" type="hinge" axis="0 1 0"/>
-<inertial pos="0.1 0 0" quat="0.7071068 0.7071068 0 0" mass="1" diaginertia="0.01 0.02 0.03"/>
-<site name="at_com" pos="0.1 0 0" quat="0.7071068 0.7071068 0 0"/></body>
-</worldbody><actuator><motor joint="a"/><motor joint="b"/></actuator>
-<sensor><framepos objtype="body" objname="centred"/><framepos objtype="site" objname="at_com"/></sensor>
-</mujoco>"""
 
 
 def test_a_centre_of_mass_write_gives_the_physics_of_a_model_compiled_with_it(tmp_path):
     """The compiler's shortcuts for a centre of mass at a body's origin (shared frames, a
     constant mass matrix) must not survive a ``body_ipos`` write."""
     path = tmp_path / "arms.xml"
-    path.write_text(_CENTRE_OF_MASS_XML)
+    path.write_text(ARMS_XML)
     # The same arms compiled with the moved centres of mass: "centred" 20 cm along x, off its
     # hinge axis; "offset" 20 cm further (its site stays where its body put it).
-    compiled = mujoco.MjModel.from_xml_string(_CENTRE_OF_MASS_XML.replace(
+    compiled = mujoco.MjModel.from_xml_string(ARMS_XML.replace(
         '<inertial pos="0 0 0"', '<inertial pos="0.2 0 0"').replace('<inertial pos="0.1 0 0"', '<inertial pos="0.3 0 0"'))
     reference = mujoco.MjData(compiled)
     backend = unisim.create_backend("mujoco", model=str(path), num_envs=2, nthread=1)

@@ -7,6 +7,7 @@ import mujoco
 import numpy as np
 import torch
 import unisim
+from sim_test_models import ARMS_XML
 from unisim.conformance.states import random_state
 
 # ---- contract: set_state_where ignores the unselected rows of qpos -----------------------------
@@ -61,21 +62,12 @@ def test_a_written_row_steps_as_a_fresh_world_from_the_same_state(tmp_path):
 # ---- mujoco adapter: a written row is published with its own (per-env) model ------------------
 # (mutant: the written rows published with the first n publication models, not their own)
 
-_CENTRE_OF_MASS_XML = """<mujoco><worldbody>
-<body name="centred" pos="0 0 1"><joint name="a" type="hinge" axis="0 1 0"/>
-<inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/></body>
-<body name="offset" pos="1 0 1"><joint name="b" type="hinge" axis="0 1 0"/>
-<inertial pos="0.1 0 0" quat="0.7071068 0.7071068 0 0" mass="1" diaginertia="0.01 0.02 0.03"/>
-<site name="at_com" pos="0.1 0 0" quat="0.7071068 0.7071068 0 0"/></body>
-</worldbody><actuator><motor joint="a"/><motor joint="b"/></actuator>
-<sensor><framepos objtype="body" objname="centred"/><framepos objtype="site" objname="at_com"/></sensor>
-</mujoco>"""
 
 
 def test_writing_one_row_publishes_it_from_that_rows_moved_centre_of_mass(tmp_path):
     path = tmp_path / "arms.xml"
-    path.write_text(_CENTRE_OF_MASS_XML)
-    compiled = mujoco.MjModel.from_xml_string(_CENTRE_OF_MASS_XML.replace(
+    path.write_text(ARMS_XML)
+    compiled = mujoco.MjModel.from_xml_string(ARMS_XML.replace(
         '<inertial pos="0 0 0"', '<inertial pos="0.2 0 0"'))
     reference = mujoco.MjData(compiled)
     mujoco.mj_forward(compiled, reference)
