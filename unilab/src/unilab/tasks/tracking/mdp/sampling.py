@@ -69,8 +69,10 @@ class StartSampler:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         failed = state.get("failed") if isinstance(state, dict) else None
-        if not isinstance(state, dict) or set(state) != {"failed"} or not isinstance(failed, torch.Tensor) or failed.shape != self.failed.shape \
-                or not failed.is_floating_point() or not bool(torch.isfinite(failed).all()) or bool((failed < 0).any()):
+        fits = (isinstance(state, dict) and set(state) == {"failed"} and isinstance(failed, torch.Tensor)
+                and failed.shape == self.failed.shape and failed.is_floating_point()
+                and bool(torch.isfinite(failed).all()) and not bool((failed < 0).any()))
+        if not fits:
             raise ValueError(f"start sampler: expected {{'failed': finite float tensor >= 0 of shape "
                              f"{tuple(self.failed.shape)} (one per bin of these clips)}}, got {_describe(state)}")
         self.failed.copy_(failed)  # in place: a captured step graph reads these tensors by pointer
