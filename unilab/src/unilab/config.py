@@ -363,8 +363,11 @@ def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | 
 
 
 def overrides_without_target(cfg: EnvCfg, keys: Iterable[str]) -> list[str]:
-    """The dotted keys whose parent path does not exist in ``cfg``: e.g. a training run's
-    ``curriculum.command_ranges.params.stages`` on a play variant that has no curriculum."""
+    """The dotted keys that name nothing in ``cfg``: a parent path it lacks (a training run's
+    ``curriculum.command_ranges.params.stages`` on a play variant that has no curriculum), or
+    an entry a dict of it lacks (a term param a play variant removed). ``backend_options``
+    takes new keys, so its entries always have a target; a missing field of a config model is
+    left for ``apply_overrides`` to report."""
     missing = []
     for key in keys:
         parts, node = key.split("."), cfg
@@ -372,6 +375,9 @@ def overrides_without_target(cfg: EnvCfg, keys: Iterable[str]) -> list[str]:
             for depth, part in enumerate(parts[:-1]):
                 node = _child(node, part, ".".join(parts[:depth + 1]))
         except ValueError:
+            missing.append(key)
+            continue
+        if isinstance(node, dict) and parts[:-1] != ["backend_options"] and parts[-1] not in node:
             missing.append(key)
     return missing
 

@@ -154,17 +154,15 @@ def _over_time_cell(report: dict[str, Any]) -> dict[str, Any]:
 def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The checkpoint's env overrides on the evaluation task, then those given here.
 
-    A training override of a term the play variant removed (a curriculum stage, a push's
-    interval) has nothing to act on there; it is dropped and the report lists it. So is one of
+    A training override of a term or entry the play variant removed (a curriculum stage, a
+    push's interval, a reset's noise range) has nothing to act on there; it is dropped and the report lists it. So is one of
     the settings the protocol owns (``PROTOCOL_SETTINGS``). Overrides given here are not: a key
     that misses is an error, as for any env."""
     from unilab.config import overrides_without_target, task_overrides
     from unilab.registry import task_config
 
     trained = task_overrides(trained)  # how the training env ran (CUDA graphs, checks) is decided here
-    cfg = task_config(task)
-    dropped = overrides_without_target(cfg, trained)
-    dropped += [k for k in trained if k not in dropped and _names_a_removed_entry(cfg, k)]
+    dropped = overrides_without_target(task_config(task), trained)
     dropped += [k for k in trained if k.removeprefix("env.") in PROTOCOL_SETTINGS and k not in dropped]
     overrides = {**{k: v for k, v in trained.items() if k not in dropped},
                  **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
@@ -172,29 +170,6 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
         print(f"unilab-eval: training overrides not in {task} or set by its evaluation, dropped: {', '.join(dropped)}",
               flush=True)
     return overrides, dropped
-
-
-def _names_a_removed_entry(cfg: Any, key: str) -> bool:
-    """Whether ``key`` ends in an entry of a dict (a term's params, a term table) that ``cfg``
-    does not have: the play variant removed it (tracking's play variant keeps only the command
-    name of ``reset_from_motion``'s params), so the training value has nothing to set there.
-    ``overrides_without_target`` checks the parent path only; applied, such a key is refused
-    as unknown and the checkpoint could not be judged at all. ``backend_options`` is free-form
-    (an override may add a key), so its entries always carry over."""
-    from pydantic import BaseModel
-
-    parts = key.split(".")
-    node = cfg
-    for depth, part in enumerate(parts):
-        if isinstance(node, BaseModel) and part in type(node).model_fields:
-            node = getattr(node, part)
-        elif isinstance(node, dict) and parts[:depth] != ["backend_options"]:
-            if part not in node:
-                return True
-            node = node[part]
-        else:
-            return False  # not this check's to judge: applying the overrides reports it
-    return False
 
 
 def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dict[str, Any],
