@@ -178,7 +178,8 @@ def resumed_infos(path: Path, loaded: dict[str, Any]) -> dict[str, Any]:
 
 def counting_runner(base: type) -> type:
     """``base`` (rsl_rl's OnPolicyRunner, imported lazily: the ppo extra is optional) whose models carry the
-    run's cumulative env steps and wall time in rsl_rl's ``infos``; ``earlier`` holds a resumed model's."""
+    run's cumulative env steps and wall time and the env's training state in rsl_rl's ``infos``;
+    ``earlier`` holds a resumed model's counts."""
 
     class CountingRunner(base):
         earlier = {"env_steps": 0, "wall_s": 0.0}
