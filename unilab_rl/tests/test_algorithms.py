@@ -68,6 +68,29 @@ def test_flashsac_weights_stay_projected_after_updates():
                 assert torch.allclose(norm, torch.full_like(norm, math.sqrt(layer.scale.shape[-1])), atol=1e-4)
 
 
+def test_the_compiled_norm_projection_projects_what_the_eager_one_does():
+    from unilab_rl.networks.flash import FlashCriticEnsemble, project_to_unit_norm, unit_norm_projection
+
+    torch.manual_seed(0)
+    critic = FlashCriticEnsemble(6, 2, 16, 1, 2, 21)
+    eager = copy.deepcopy(critic)
+    project = unit_norm_projection(critic, compiled=True)
+    before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    for _ in range(2):  # the second call must write the live parameters again, not a stale copy
+        with torch.no_grad():  # off their norm bounds, as an optimizer step leaves them
+            for mine, theirs in zip(critic.parameters(), eager.parameters(), strict=True):
+                step = 0.3 * torch.randn_like(mine)
+                mine.add_(step)
+                theirs.add_(step)
+        moved = [p.detach().clone() for p in critic.parameters()]
+        project()
+        project_to_unit_norm(eager)
+        for mine, theirs, off in zip(critic.parameters(), eager.parameters(), moved, strict=True):
+            torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
+        assert any(not torch.equal(p, off) for p, off in zip(critic.parameters(), moved, strict=True))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] - before == 1
+
+
 def test_flashsac_noise_is_held_for_its_repeat_length():
     env, _, agent = tiny_agent("flashsac", noise_repeat_exponent=0.01, noise_repeat_max=3)
     obs = env.reset()

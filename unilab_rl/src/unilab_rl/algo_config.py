@@ -33,7 +33,8 @@ class OffPolicyConfig(BaseModel):
     learning_rate: float = Field(3e-4, gt=0.0)
     action_scale: float = Field(1.0, gt=0.0, description="policy output = action_scale * tanh(.)")
     amp: bool = Field(True, description="bf16 autocast for updates on CUDA (ignored on CPU)")
-    compile: bool = Field(False, description="torch.compile the networks")
+    compile: bool = Field(False, description="torch.compile the networks (FlashSAC: and their norm projection "
+                          "after each optimizer step)")
     cuda_graph: bool = Field(
         True, description="replay each gradient update from a CUDA graph (CUDA only, ignored on CPU; "
         "a data-parallel run's gradient all-reduce is captured with it)")

@@ -55,7 +55,7 @@ from unilab_rl.networks.distributional import pessimistic_soft_target
 from unilab_rl.networks.flash import (
     FlashActor,
     FlashCriticEnsemble,
-    project_to_unit_norm,
+    unit_norm_projection,
 )
 from unilab_rl.networks.squashed_gaussian import (
     SquashedMeanPolicy,
@@ -136,6 +136,8 @@ class FlashSAC:
             self.actor.compile()
             self.critic.compile()
             self.target_critic.compile()
+        self.project_actor = unit_norm_projection(self.actor, config.compile)
+        self.project_critic = unit_norm_projection(self.critic, config.compile)
         # The losses take their sampling noise as an input, so a compiled loss draws nothing
         # itself: it computes what the eager one computes from the same noise.
         self.critic_loss = torch.compile(self._critic_loss) if config.compile_losses else self._critic_loss
@@ -191,7 +193,7 @@ class FlashSAC:
                 batch.obs[CRITIC_GROUP], batch.next_obs[CRITIC_GROUP], batch.next_obs[POLICY_GROUP], batch.action,
                 batch.reward, batch.discount, reward_scale, noise)
         optimizer_step(self.critic_optimizer, critic_loss, self.gradient_hook, cfg.max_grad_norm)
-        project_to_unit_norm(self.critic)
+        self.project_critic()
         return {"critic/loss": critic_loss.detach(), "critic/q_mean": q_mean * reward_scale,
                 "critic/reward_scale": reward_scale.detach()}
 
@@ -228,7 +230,7 @@ class FlashSAC:
             actor_loss, log_prob = self.actor_loss(
                 batch.obs[POLICY_GROUP], batch.next_obs[POLICY_GROUP], batch.obs[CRITIC_GROUP], noise)
         optimizer_step(self.actor_optimizer, actor_loss, self.gradient_hook, self.config.max_grad_norm)
-        project_to_unit_norm(self.actor)
+        self.project_actor()
 
         temperature_metrics = temperature_step(self.log_temperature, self.temperature_optimizer, log_prob,
                                                self.target_entropy, self.gradient_hook)
