@@ -191,7 +191,7 @@ def unit_norm_projection(module: nn.Module, compiled: bool) -> Callable[[], None
     torch.compile when ``compiled``. Why: done eagerly, the projections of the G1's critic are 81
     small kernels (per linear a norm, a clamp, a divide and a copy; about ten per normalization
     layer) and the actor's 85, run at every update, where a whole graphed update launches about
-    400; compiled, each layer's projection fuses into few kernels."""
+    400. Compiled on the host, the critic's became one fused kernel."""
     def project() -> None:
         project_to_unit_norm(module)
 
