@@ -1,5 +1,6 @@
-"""unisim_bench.backend: the raw side starts every sample from the start state, as the adapter
-side does (warp's CPU device, two worlds; warp records and replays the raw graph there too)."""
+"""unisim_bench.backend: every row (raw, adapter validated, adapter in hot-loop mode) starts
+every sample from the start state (warp's CPU device, two worlds; warp records and replays the
+raw graph there too)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,34 @@ def test_raw_samples_start_from_the_start_state_as_the_adapters_do(monkeypatch):
     assert len(raw_starts) == 1 + iters * samples
     assert raw_starts[1 + iters - 1] > 1e-3  # the robot moves within a sample: a restart is needed
     assert firsts == [0.0] * samples, f"raw samples started away from the start state: {firsts}"
+
+
+def test_each_adapter_row_starts_from_the_start_state(monkeypatch):
+    # The hot-loop row used to go on from where the validated row stopped: on an H200 it timed a
+    # G1 at rest (one solver iteration) and read 1.41x raw physics, which timed the first steps.
+    import unisim
+    from unisim.conformance import BUILTIN_MODEL
+    from unisim_bench import backend as bench
+
+    built: list[unisim.SimBackend] = []
+    real_create, real_timed = unisim.create_backend, bench._timed
+
+    def spied_create(*args, **kwargs):
+        built.append(real_create(*args, **kwargs))
+        return built[-1]
+
+    row_starts: list[tuple[bool, float]] = []
+
+    def spied_timed(fn, iters, device):
+        if fn.__name__ == "adapter_step":
+            backend = built[0]
+            start = bench._start_state(backend)[0]
+            row_starts.append((backend.validate, float((backend.views().qpos - start).abs().max())))
+        return real_timed(fn, iters, device)
+
+    monkeypatch.setattr(bench.unisim, "create_backend", spied_create)
+    monkeypatch.setattr(bench, "_timed", spied_timed)
+    samples = 3
+    bench.bench_mjwarp(str(BUILTIN_MODEL), 2, torch.device("cpu"), 2, 10, samples, [0.5])
+    assert [validate for validate, _ in row_starts] == [True, False] * samples
+    assert [distance for _, distance in row_starts] == [0.0] * (2 * samples), row_starts
