@@ -135,6 +135,30 @@ def test_graph_replay_and_eager_stepping_agree(builtin_model):
     assert torch.allclose(q_graph, q_eager, atol=1e-6) and torch.allclose(s_graph, s_eager, atol=1e-6)
 
 
+def test_a_step_graph_that_fails_to_capture_is_reported_as_eager(builtin_model):
+    # The publish graph captured, then the step graph of one substeps count did not: that count
+    # steps eagerly, and diagnostics must say so rather than keep reporting a graph.
+    b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu")
+    try:
+        assert b.diagnostics()["step_mode"] == "cpu_graph"
+        real, calls = b._substeps, []
+
+        def fails_once(substeps):
+            calls.append(substeps)
+            if len(calls) == 1:
+                raise RuntimeError("not capturable")
+            real(substeps)
+
+        b._substeps = fails_once
+        b.step(torch.zeros(2, b.state_widths().nu), 3)
+        assert len(calls) == 2  # the failed capture, then the eager run
+        diagnostics = b.diagnostics()
+        assert diagnostics["step_mode"] == "eager" and "not capturable" in diagnostics["eager_reason"]
+        assert diagnostics["graphs_captured_substeps"] == [] and diagnostics["physics_steps"] == 3
+    finally:
+        b.close()
+
+
 def test_contact_overflow_is_reported_cleared_by_set_state_and_kept_in_the_history(builtin_model):
     model = mujoco.MjModel.from_xml_path(builtin_model)
     b = unisim.create_backend("mjwarp", model=builtin_model, num_envs=2, device="cpu", nconmax=1)

@@ -154,6 +154,24 @@ def test_a_world_written_past_mujocos_stable_range_counts_as_restarted_by_its_ne
 
 
 
+def test_a_world_written_with_nan_unvalidated_counts_as_restarted_by_its_next_step(builtin_model):
+    # validate=False lets a NaN through; MuJoCo restarts that world on its first substep (its
+    # clock again reads as if nothing happened), so the written value must tell, as it does for
+    # a value past mjMAXVAL (NaN compares False with the bound).
+    b = unisim.create_backend("mujoco", model=builtin_model, num_envs=2, nthread=1, validate=False)
+    try:
+        nq, nv, nu = b.state_widths()
+        qvel = torch.zeros(1, nv)
+        qvel[0, 0] = float("nan")
+        b.set_state(torch.tensor([1]), b.views().qpos[1:].clone(), qvel)
+        b.step(torch.zeros(2, nu))
+        diagnostics = b.diagnostics()
+        assert diagnostics["altered_worlds"] == 1 and diagnostics["unstable_resets"] == 1
+        assert torch.isfinite(b.views().qvel).all()  # MuJoCo did restart it
+    finally:
+        b.close()
+
+
 def test_a_centre_of_mass_write_gives_the_physics_of_a_model_compiled_with_it(tmp_path):
     """The compiler's shortcuts for a centre of mass at a body's origin (shared frames, a
     constant mass matrix) must not survive a ``body_ipos`` write."""

@@ -126,6 +126,7 @@ class SimBackend(abc.ABC):
         """Write a per-env model field (e.g. ``geom_friction``) for ``rows``."""
         self._check_open()
         allowed = self.capabilities.model_fields
+        self._check_field_name(name)
         if name not in allowed:
             raise ContractViolation(
                 f"name: model field {name!r} is not declared writable; declared: {sorted(allowed)}")
@@ -141,7 +142,9 @@ class SimBackend(abc.ABC):
 
     def model_field(self, name: str) -> torch.Tensor:
         """Current per-env values of a declared writable model field, shape (N, ...)."""
+        self._check_open()
         allowed = self.capabilities.model_fields
+        self._check_field_name(name)
         if name not in allowed:
             raise ContractViolation(
                 f"name: model field {name!r} is not declared; declared: {sorted(allowed)}")
@@ -209,6 +212,10 @@ class SimBackend(abc.ABC):
     def _check_open(self) -> None:
         if self._closed:
             raise ContractViolation("backend: used after close()")
+
+    def _check_field_name(self, name: object) -> None:
+        if not isinstance(name, str):  # an unhashable name would escape as a TypeError
+            raise ContractViolation(f"name: expected a model field name (str), got {type(name).__name__}")
 
     def _check_tensor(self, arg: str, t: object, dtype: torch.dtype, shape: tuple[int, ...]) -> None:
         if not isinstance(t, torch.Tensor):

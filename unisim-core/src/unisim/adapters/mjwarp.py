@@ -369,7 +369,8 @@ class MjWarpBackend(SimBackend):
         return self._stream
 
     def _step_mode(self) -> str:
-        if not self._use_graph:
+        # A substeps count whose step graph failed to capture steps eagerly (eager_reason says why).
+        if not self._use_graph or any(g is None for g in self._graphs.values()):
             return "eager"
         return "cuda_graph" if self._cuda else "cpu_graph"
 

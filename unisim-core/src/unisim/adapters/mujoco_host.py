@@ -203,7 +203,7 @@ class MujocoHostBackend(SimBackend):
             contacts=plan.views(self._contact_force, self._in_contact))
         self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0, "unstable_resets": 0}
         self._restarted = np.zeros(num_envs, dtype=bool)  # worlds MuJoCo restarted at least once
-        # Worlds written with a value MuJoCo takes as unstable (past mjMAXVAL): it restarts them
+        # Worlds written with a value MuJoCo takes as unstable (NaN, or past mjMAXVAL): it restarts them
         # on their next substep, from time 0, where the clock check below cannot see it.
         self._written_unstable = np.zeros(num_envs, dtype=bool)
         self._publish(np.arange(num_envs))  # contacts start cleared
@@ -244,7 +244,9 @@ class MujocoHostBackend(SimBackend):
         self._state[idx, self._qpos_cols] = qpos.detach().to("cpu", torch.float64).numpy()
         self._state[idx, self._qvel_cols] = qvel.detach().to("cpu", torch.float64).numpy()
         written = self._state[idx, self._qpos_cols.start:self._qvel_cols.stop]  # qpos | qvel
-        self._written_unstable[idx] = (np.abs(written) > mujoco.mjMAXVAL).any(axis=1)
+        # MuJoCo's own test (mju_isBad): NaN, or a magnitude past mjMAXVAL. Written as "not
+        # within" so that NaN, which compares False with everything, counts (validate=False).
+        self._written_unstable[idx] = ~(np.abs(written) <= mujoco.mjMAXVAL).all(axis=1)
         self._stats["set_state_calls"] += 1
         self._publish(idx)
 

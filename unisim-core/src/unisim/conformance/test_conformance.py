@@ -358,6 +358,26 @@ def test_bad_set_state_is_rejected_and_changes_nothing(backend, kind):
     assert_rejected_unchanged(backend, arg, lambda: backend.set_state(rows, qpos, qvel))
 
 
+def test_close_is_idempotent_and_every_call_after_it_is_refused(case):
+    name, device, model = case
+    b = unisim.create_backend(name, model=model, num_envs=1, device=device)
+    nq, nv, nu = b.state_widths()
+    q, v = to(b, *random_state(b.inventory(), 1, 24))
+    row, dev = torch.zeros(1, dtype=torch.int64, device=b.device), b.device
+    b.close()
+    b.close()  # a second close is a no-op
+    calls = {
+        "step": lambda: b.step(torch.zeros(1, nu, device=dev), 1),
+        "set_state": lambda: b.set_state(row, q, v),
+        "set_state_where": lambda: b.set_state_where(torch.ones(1, dtype=torch.bool, device=dev), q, v),
+        "model_field": lambda: b.model_field("geom_friction"),
+        "set_model_field": lambda: b.set_model_field("geom_friction", row, torch.zeros(1, device=dev)),
+    }
+    for call, fn in calls.items():
+        with pytest.raises(ContractViolation, match=r"used after close\(\)"):
+            fn()
+
+
 def test_num_envs_below_one_is_rejected(case):
     name, device, model = case
     for bad in (0, -3):

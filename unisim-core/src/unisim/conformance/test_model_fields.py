@@ -16,6 +16,15 @@ def test_undeclared_model_field_is_rejected(backend):
         backend.model_field("definitely_not_a_field")
 
 
+def test_a_model_field_name_that_is_not_a_str_is_a_contract_violation(backend):
+    rows = torch.zeros(1, dtype=torch.int64, device=backend.device)
+    for bad in (["geom_friction"], None, 3):
+        with pytest.raises(ContractViolation, match="name: expected a model field name"):
+            backend.model_field(bad)
+        with pytest.raises(ContractViolation, match="name: expected a model field name"):
+            backend.set_model_field(bad, rows, torch.zeros(1, device=backend.device))
+
+
 def declared_fields(backend) -> list[str]:
     """The backend's writable model fields; the calling test is skipped where it declares none."""
     fields = sorted(backend.capabilities.model_fields)
