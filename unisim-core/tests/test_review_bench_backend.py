@@ -69,3 +69,44 @@ def test_each_adapter_row_starts_from_the_start_state(monkeypatch):
     bench.bench_mjwarp(str(BUILTIN_MODEL), 2, torch.device("cpu"), 2, 10, samples, [0.5])
     assert [validate for validate, _ in row_starts] == [True, False] * samples
     assert [distance for _, distance in row_starts] == [0.0] * (2 * samples), row_starts
+
+
+
+def test_each_genesis_sample_starts_from_the_start_state(monkeypatch):
+    # The Genesis row went on from where the previous sample stopped: its later samples timed a
+    # robot that had run through the earlier ones (fallen or at rest), not the same steps. Run
+    # here on the mujoco adapter (Genesis is not installed everywhere); the bench uses only the
+    # backend contract.
+    import unisim
+    from unisim.conformance import BUILTIN_MODEL
+    from unisim_bench import backend as bench
+
+    built: list[unisim.SimBackend] = []
+    real_create, real_timed = unisim.create_backend, bench._timed
+
+    def as_mujoco(name, **kwargs):
+        assert name == "genesis"
+        kwargs.pop("device")
+        built.append(real_create("mujoco", **kwargs))
+        return built[-1]
+
+    starts: list[float] = []  # distance from the start state at the start and end of each step sample
+    ends: list[float] = []
+
+    def spied_timed(fn, iters, device):
+        if not fn.__qualname__.startswith("bench_genesis."):  # set_state's calls, not the step row
+            return real_timed(fn, iters, device)
+        backend = built[0]
+        start = bench._start_state(backend)[0]
+        starts.append(float((backend.views().qpos - start).abs().max()))
+        seconds = real_timed(fn, iters, device)
+        ends.append(float((backend.views().qpos - start).abs().max()))
+        return seconds
+
+    monkeypatch.setattr(bench.unisim, "create_backend", as_mujoco)
+    monkeypatch.setattr(bench, "_timed", spied_timed)
+    samples = 3
+    bench.bench_genesis(str(BUILTIN_MODEL), 2, torch.device("cpu"), 2, 10, samples, [0.5])
+    assert len(starts) == samples
+    assert ends[0] > 1e-3  # the robot moves within a sample: a restart is needed
+    assert starts == [0.0] * samples, f"Genesis samples started away from the start state: {starts}"

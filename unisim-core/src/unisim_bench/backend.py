@@ -182,11 +182,16 @@ def bench_genesis(model: str, num_envs: int, device: torch.device, substeps: int
     t0 = time.perf_counter()
     backend = unisim.create_backend("genesis", model=model, num_envs=num_envs, device=device)
     qpos, qvel, ctrl = _start_state(backend)
-    backend.set_state(torch.arange(num_envs, device=device), qpos, qvel)
+    rows_all = torch.arange(num_envs, device=device)
+    backend.set_state(rows_all, qpos, qvel)
     backend.step(ctrl, substeps)
     build_s = time.perf_counter() - t0
     rates: list[float] = []
     for _ in range(samples):
+        # Every sample times the same steps from the start state, as the mjwarp rows do: one that
+        # went on from where the last stopped would time a robot that fell or came to rest.
+        backend.validate = True
+        backend.set_state(rows_all, qpos, qvel)
         backend.validate = False
         rates.append(num_envs / _timed(lambda: backend.step(ctrl, substeps), iters, device))
         backend.validate = True
