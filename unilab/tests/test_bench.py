@@ -196,3 +196,33 @@ def test_counting_ops_by_phase_puts_the_envs_own_timer_back():
         assert env.timer is timer and by_phase["step_total"] > by_phase["update_state"] > 0
     finally:
         env.close()
+
+
+def test_the_record_counts_the_episodes_each_timed_window_ended(tmp_path, monkeypatch):
+    # The replay row replays a window the env ran before its own timed one; the record says how
+    # many episodes each window ended, so a reader can see whether the two workloads matched.
+    ended: list[int] = []
+    real = bench._time_steps
+
+    def counting(device, steps, fn):
+        outputs = []
+        seconds = real(device, steps, lambda k: outputs.append(fn(k)))
+        done = [(out[2] | out[3]).sum().item() for out in outputs if isinstance(out, tuple)]
+        if done and steps == 12:  # a streamed env row (the paired drift control times single steps)
+            ended.append(int(sum(done)))
+        return seconds
+
+    monkeypatch.setattr(bench, "_time_steps", counting)
+    out = tmp_path / "episodes.json"
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--backend", "mujoco", "--num-envs", "4", "--steps", "12", "--warmup", "1", "--samples", "3",
+                    "--compare-task", "", "--gap-rows", "--override", "episode_length_s=0.1", "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    episodes = json.loads(out.read_text())["episodes_ended_per_sample"]
+    assert set(episodes) == {"raw_replaying_env_writes", "env_zero", "env_random"}
+    assert ended
+    timed = [e for pair in zip(episodes["env_zero"], episodes["env_random"], strict=True) for e in pair]
+    assert timed == ended  # the env rows' windows, in the order they were timed
+    assert len(episodes["raw_replaying_env_writes"]) == 3 and min(episodes["raw_replaying_env_writes"]) >= 4

@@ -88,6 +88,11 @@ def _reward_ms(env, reps: int = 50) -> float:
     return 1e3 * _time_steps(env.device, reps, reps_fn) / reps
 
 
+def _episodes_ended(env) -> float:
+    """Episodes the env has ended since its metrics were last flushed (a host sync: untimed)."""
+    return float(env.metric_manager.episodes_ended_so_far())
+
+
 def _paired_ratio(env, policy, steps: int) -> float:
     """Env step vs raw physics, alternating one of each from the same state, so load drift
     on a shared machine hits both alike: (raw time) / (env time) over ``steps`` pairs."""
@@ -169,6 +174,10 @@ def run(args: argparse.Namespace) -> dict:
     gap = ["raw_with_state_write", "raw_with_torch_ops", "raw_replaying_env_writes"] if args.gap_rows else []
     rates: dict[str, list[float]] = {k: [] for k in ["raw", *gap, *envs, *(["reference"] if ref is not None else [])]}
     paired: dict[str, list[float]] = {k: [] for k in envs}
+    # The replay row replays a window the env ran just before its own timed one (the managers
+    # cannot be rewound), so the two windows' workloads match in distribution, not exactly:
+    # episodes ended in each window, per sample, show how close they were.
+    episodes: dict[str, list[float]] = {k: [] for k in [*(["raw_replaying_env_writes"] if args.gap_rows else []), *envs]}
     # The paired ratio is a drift control: a fifth of the window in synchronized pairs is enough
     # to see drift, and the full window made it most of the run's time on a GPU.
     paired_steps = max(5, steps // 5)
@@ -179,11 +188,15 @@ def run(args: argparse.Namespace) -> dict:
             rates["raw_with_state_write"].append(n * steps / gap_rows.raw_with_state_write(env, steps, _time_steps))
             rates["raw_with_torch_ops"].append(
                 n * steps / gap_rows.raw_with_torch_ops(env, steps, _time_steps, round(gap_ops)))
+            before = _episodes_ended(env)
             rates["raw_replaying_env_writes"].append(
                 n * steps / gap_rows.raw_replaying_env_writes(env, steps, _time_steps, zeros))
+            episodes["raw_replaying_env_writes"].append(_episodes_ended(env) - before)
         for name, e in envs.items():
             policy = policies[name]
+            before = _episodes_ended(e)
             rates[name].append(n * steps / _time_steps(device, steps, lambda k, e=e, p=policy: e.step(p(k))))
+            episodes[name].append(_episodes_ended(e) - before)
             paired[name].append(_paired_ratio(e, policy, paired_steps))
         if ref is not None:  # streamed like the env: steps back to back, one synchronize at the end
             rates["reference"].append(n * steps / _time_steps(device, steps, lambda k: ref.step(zeros)))
@@ -250,6 +263,7 @@ def run(args: argparse.Namespace) -> dict:
         "torch_threads": torch.get_num_threads(),
         "env_steps_per_s": summary, "env_steps_per_s_samples": rates, "ratio_to_raw_median": ratios,
         "paired_ratio_to_raw": {k: _stats(v) for k, v in paired.items()},
+        "episodes_ended_per_sample": episodes,
         "phases_ms_per_step": phases, "python_calls_per_env_step": calls,
         "backend_step_share_of_env_step": phases["backend_step_ms"] / phases["step_total_ms"],
         "vs_compare": vs_compare, "host_syncs_per_env_step": syncs, "host_sync_sites": sync_sites,
@@ -283,6 +297,8 @@ def _print(record: dict) -> None:
     if "env_vs_raw_replaying_env_writes" in record["ratio_to_raw_median"]:
         print("  env vs raw physics replaying the env's state writes: "
               f"{record['ratio_to_raw_median']['env_vs_raw_replaying_env_writes']:.3f}x")
+    for name, ended in record["episodes_ended_per_sample"].items():
+        print(f"  episodes ended per timed window, {name}: {', '.join(f'{e:g}' for e in ended)}")
     if "env_vs_compare" in record["ratio_to_raw_median"]:
         print(f"  env vs {record['comparison_task']}: {record['ratio_to_raw_median']['env_vs_compare']:.3f}x")
     print("  phases (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in record["phases_ms_per_step"].items()))

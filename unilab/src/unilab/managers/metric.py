@@ -63,6 +63,10 @@ class MetricManager:
     def episodes_ended(self, done: torch.Tensor) -> None:
         self.acc[_EPISODES].add_(done.sum())
 
+    def episodes_ended_so_far(self) -> torch.Tensor:
+        """Episodes ended since the last flush, a device scalar (reading it is the caller's sync)."""
+        return self.acc[_EPISODES]
+
     def count_step(self) -> None:
         self.steps += 1  # on the host, apart from on_step: a replayed step graph runs no Python
 
