@@ -274,7 +274,18 @@ class OffPolicyRunner:
         for batch in self.replay.sample_batches(self.algo_config.batch_size, count,
                                                 exclude_next_write=exclude_next_write):
             for key, value in self.agent.update(batch).items():
-                self.update_sums[key] = self.update_sums.get(key, 0.0) + value.float()
+                # Summed in place, never rebound: a rebound sum frees its predecessor on the host
+                # as soon as the add is issued, before the stream that adds has read it. A sum
+                # allocated on the other stream (pending when set_overlap_learning switched the
+                # stream the updates run on) would go straight back to that stream's caching
+                # allocator, whose next tensor (an env step's, running beside the updates) could
+                # overwrite it before the add runs. The first sum is a copy: a graphed update's
+                # metrics are its output buffers, overwritten by its next replay.
+                total = self.update_sums.get(key)
+                if total is None:
+                    self.update_sums[key] = value.detach().to(torch.float32, copy=True)
+                else:
+                    total.add_(value)
         self.update_count += count
         self.updates += count
         self.update_credit -= count
@@ -386,6 +397,9 @@ class OffPolicyRunner:
         except ValueError as error:
             raise CheckpointError(f"the checkpoint's env training state does not fit this env: {error}") from None
         self.agent.load_state_dict(document["agent"])
+        # An action computed ahead (overlap_learning) came from the weights just replaced: the
+        # next step acts afresh with the restored ones, as it does with the setting off.
+        self.collector.set_act_ahead(self.collector.wait_for_learner)
         counters = document["counters"]
         self.env_steps = int(counters["env_steps"])
         self.iterations = int(counters["iterations"])
