@@ -76,6 +76,24 @@ def test_the_contract_checks_the_mirrors_shapes():
         dataclasses.replace(spec, mirrors={**env.mirrors, "observations": {"policy": env.mirrors["observations"]["policy"]}}).validate()
 
 
+def test_the_contract_refuses_a_mirror_that_does_not_undo_itself():
+    # A 3-cycle is a permutation but not a reflection; a sign of -1 on one side of a swapped pair
+    # only is not one either: mirroring a mirrored sample would not give the sample back.
+    env = PointMassEnv()
+    spec = EnvSpec.from_env(env)
+    index, sign = env.mirrors["observations"]["critic"]
+    cycle = torch.tensor([1, 2, 0, 3], dtype=torch.int64)
+    swapped = torch.tensor([1, 0, 2, 3], dtype=torch.int64)
+    one_sided = torch.tensor([-1.0, 1.0, 1.0, 1.0])
+    for bad_index, bad_sign in ((cycle, sign), (swapped, one_sided), (torch.tensor([0, 1, 2, 7]), sign)):
+        bad = {**env.mirrors, "observations": {**env.mirrors["observations"], "critic": (bad_index, bad_sign)}}
+        with pytest.raises(ContractViolation, match=r"env.mirrors observations\['critic'\]: expected a reflection"):
+            dataclasses.replace(spec, mirrors=bad).validate()
+    good = {**env.mirrors, "observations": {**env.mirrors["observations"],
+                                            "critic": (swapped, torch.tensor([-1.0, -1.0, 1.0, -1.0]))}}
+    dataclasses.replace(spec, mirrors=good).validate()
+
+
 def test_the_walking_task_gives_the_runner_its_mirrors():
     pytest.importorskip("unilab")
     from unilab import make_manager_based_rl_env

@@ -205,6 +205,14 @@ class EnvSpec:
             index, sign = pair
             _check_tensor(f"env.mirrors {where} index", index, torch.int64, (widths[where],), self.device)
             _check_tensor(f"env.mirrors {where} sign", sign, torch.float32, (widths[where],), self.device)
+            # Reflecting twice must give the input back: a mirrored copy of a mirrored sample is
+            # the sample, which is what makes the augmented data a symmetry of the task's MDP.
+            columns = torch.arange(widths[where], device=index.device)
+            in_range = bool(((index >= 0) & (index < widths[where])).all())
+            if not in_range or not torch.equal(index[index], columns) or not torch.equal(sign * sign[index],
+                                                                                         torch.ones_like(sign)):
+                raise ContractViolation(f"env.mirrors {where}: expected a reflection that undoes itself (index a "
+                                        "permutation with index[index] == arange, sign * sign[index] == 1)")
 
 
 def check_observation(spec: EnvSpec, obs: Any, where: str) -> None:
