@@ -223,3 +223,32 @@ def test_a_mass_write_on_a_body_the_compiler_called_simple_takes_effect(tmp_path
         assert torch.allclose(backend.views().qvel[:, 0], torch.tensor([0.005, 0.02])), backend.views().qvel
     finally:
         backend.close()
+
+
+GEOMLESS_XML = """
+<mujoco>
+  <worldbody>
+    <body name="slider">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="0.1 0.1 0.1"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="x"/></actuator>
+</mujoco>
+"""
+
+
+def test_a_model_without_geoms_writes_its_empty_friction_and_still_checks_the_rows(tmp_path):
+    # The declared friction minimums are checked on the lowest written element; a model without
+    # geoms writes none, which is no violation (and no reduction error).
+    path = tmp_path / "geomless.xml"
+    path.write_text(GEOMLESS_XML)
+    b = unisim.create_backend("mujoco", model=str(path), num_envs=2, nthread=1)
+    try:
+        friction = b.model_field("geom_friction")
+        assert friction.shape == (2, 0, 3)
+        b.set_model_field("geom_friction", torch.tensor([1]), friction[1:])
+        with pytest.raises(unisim.ContractViolation, match=r"rows: expected indices in \[0, 2\)"):
+            b.set_model_field("geom_friction", torch.tensor([2]), friction[1:])
+    finally:
+        b.close()

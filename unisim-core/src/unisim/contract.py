@@ -257,9 +257,10 @@ class SimBackend(abc.ABC):
         unique = (ordered[1:] != ordered[:-1]).all() if rows.numel() > 1 else torch.ones((), dtype=torch.bool,
                                                                                           device=rows.device)
         flags = [ordered[0], ordered[-1], unique] + [torch.isfinite(t).all() for t in finite.values()]
-        # How far each bounded tensor's lowest element sits above its minimum (< 0: below).
-        flags += [(finite[arg] - torch.tensor(low, device=finite[arg].device)).amin()
-                  for arg, (_, low) in minimums.items()]
+        # How far each bounded tensor's lowest element sits above its minimum (< 0: below); an
+        # empty one (a model without geoms writing geom_friction) has nothing below.
+        flags += [(finite[arg] - torch.tensor(low, device=finite[arg].device)).amin() if finite[arg].numel()
+                  else torch.tensor(float("inf"), device=finite[arg].device) for arg, (_, low) in minimums.items()]
         if quaternions_ok is not None:
             flags.append(quaternions_ok)
         lo, hi, is_unique, *rest = torch.stack([f.double() for f in flags]).tolist()
