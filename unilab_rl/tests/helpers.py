@@ -1,6 +1,9 @@
-"""Tiny configurations so learner tests run in a second or two on CPU."""
+"""Shared pieces of the learner tests: tiny configurations (a second or two on CPU) and a
+recorder standing in for the learner stream, which CI (no CUDA) cannot run."""
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import torch
 from fake_env import PointMassEnv
@@ -91,3 +94,25 @@ def assert_ranks_trained_identically(first: dict, second: dict) -> None:
     for network in ("actor", "critic"):
         for key in first[network]:
             assert torch.equal(first[network][key], second[network][key]), f"{network}.{key} diverged"
+
+
+class RecordingStream:
+    """The LearnerStream calls, logged instead of ordered on a GPU."""
+
+    def __init__(self, device: torch.device, log: list[str]) -> None:
+        self.log = log
+        self.inside = False
+
+    @contextmanager
+    def updates(self):
+        self.log.append("learner waits for env")
+        self.inside = True
+        yield
+        self.inside = False
+        self.log.append("updates recorded")
+
+    def wait_for_updates(self) -> None:
+        self.log.append("env waits for updates")
+
+    def join(self) -> None:
+        self.log.append("join")

@@ -8,37 +8,13 @@ The GPU speed is a benchmark (unilab-bench collector), not a test.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import pytest
 import torch
 from fake_env import PointMassEnv
-from helpers import tiny_agent
+from helpers import RecordingStream, tiny_agent
 from unilab_rl.learner_stream import LearnerStream
 from unilab_rl.replay import ReplayBuffer
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
-
-
-class RecordingStream:
-    """The LearnerStream calls, logged instead of ordered on a GPU."""
-
-    def __init__(self, device: torch.device, log: list[str]) -> None:
-        self.log = log
-        self.inside = False
-
-    @contextmanager
-    def updates(self):
-        self.log.append("learner waits for env")
-        self.inside = True
-        yield
-        self.inside = False
-        self.log.append("updates recorded")
-
-    def wait_for_updates(self) -> None:
-        self.log.append("env waits for updates")
-
-    def join(self) -> None:
-        self.log.append("join")
 
 
 class RecordingAgent:

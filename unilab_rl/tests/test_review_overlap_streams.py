@@ -1,34 +1,16 @@
 """Learning beside collection (overlap_learning): what a host test can show of the stream
 hazards the runner must avoid. There are no CUDA streams in CI; the learner stream is swapped
-for a recorder with LearnerStream's three calls (as tests/test_learner_stream.py does).
+for a recorder with LearnerStream's three calls (``helpers.RecordingStream``, as tests/test_learner_stream.py uses).
 """
 
 from __future__ import annotations
 
 import weakref
-from contextlib import contextmanager
 
 import torch
 from fake_env import PointMassEnv
-from helpers import tiny_agent
+from helpers import RecordingStream, tiny_agent
 from unilab_rl.runner import LOSS_METRIC_PREFIX, OffPolicyRunner, RunIdentity, RunnerConfig
-
-
-class RecordingStream:
-    def __init__(self, device: torch.device, log: list[str]) -> None:
-        self.log = log
-
-    @contextmanager
-    def updates(self):
-        self.log.append("learner waits for env")
-        yield
-        self.log.append("updates recorded")
-
-    def wait_for_updates(self) -> None:
-        self.log.append("env waits for updates")
-
-    def join(self) -> None:
-        self.log.append("join")
 
 
 class GraphLikeAgent:
