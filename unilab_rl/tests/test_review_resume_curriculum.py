@@ -53,3 +53,21 @@ def test_a_resumed_run_keeps_the_curriculum_stage_it_reached(tmp_path):
         assert older.env_steps == 0 and older.env.common_step_counter == 0
     finally:
         older.env.close()
+
+
+def test_a_learner_state_that_does_not_fit_leaves_the_envs_training_state_as_it_was(tmp_path):
+    first = _runner(tmp_path)
+    try:
+        first.train(max_env_steps=10 * 4)
+    finally:
+        first.env.close()
+    document = load_checkpoint(tmp_path / "checkpoint.pt")
+    del document["agent"]["actor"]  # the learner refuses it, after the env's state was taken
+    other = _runner(None)
+    try:
+        with pytest.raises(KeyError):
+            other.restore(document)
+        assert other.env.common_step_counter == 0
+        assert other.env.command_manager.term("twist", "test").ranges[0] == (-1.0, 1.0)
+    finally:
+        other.env.close()

@@ -392,11 +392,16 @@ class OffPolicyRunner:
                 f"a checkpoint of format {document.get('format_version')} holds no env training state: "
                 "resumed, its env would start again from step 0 (a curriculum from its first stage); "
                 "it can still be played, judged and exported")
+        before = self.env.training_state()
         try:  # first: a state of another env is refused before anything here changed
             self.env.load_training_state(document[ENV_STATE_KEY])
         except ValueError as error:
             raise CheckpointError(f"the checkpoint's env training state does not fit this env: {error}") from None
-        self.agent.load_state_dict(document["agent"])
+        try:
+            self.agent.load_state_dict(document["agent"])
+        except Exception:  # a learner state that does not fit: the env goes back to where it was
+            self.env.load_training_state(before)
+            raise
         # An action computed ahead (overlap_learning) came from the weights just replaced: the
         # next step acts afresh with the restored ones, as it does with the setting off.
         self.collector.set_act_ahead(self.collector.wait_for_learner)
