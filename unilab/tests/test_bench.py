@@ -201,14 +201,15 @@ def test_counting_ops_by_phase_puts_the_envs_own_timer_back():
 def test_the_record_counts_the_episodes_each_timed_window_ended(tmp_path, monkeypatch):
     # The replay row replays a window the env ran before its own timed one; the record says how
     # many episodes each window ended, so a reader can see whether the two workloads matched.
+    steps = 12  # per timed window; the paired drift control times single steps
     ended: list[int] = []
     real = bench._time_steps
 
-    def counting(device, steps, fn):
+    def counting(device, n, fn):
         outputs = []
-        seconds = real(device, steps, lambda k: outputs.append(fn(k)))
+        seconds = real(device, n, lambda k: outputs.append(fn(k)))
         done = [(out[2] | out[3]).sum().item() for out in outputs if isinstance(out, tuple)]
-        if done and steps == 12:  # a streamed env row (the paired drift control times single steps)
+        if done and n == steps:  # a streamed env row
             ended.append(int(sum(done)))
         return seconds
 
@@ -216,7 +217,7 @@ def test_the_record_counts_the_episodes_each_timed_window_ended(tmp_path, monkey
     out = tmp_path / "episodes.json"
     threads = torch.get_num_threads()
     try:
-        bench.main(["--backend", "mujoco", "--num-envs", "4", "--steps", "12", "--warmup", "1", "--samples", "3",
+        bench.main(["--backend", "mujoco", "--num-envs", "4", "--steps", str(steps), "--warmup", "1", "--samples", "3",
                     "--compare-task", "", "--gap-rows", "--override", "episode_length_s=0.1", "--out", str(out)])
     finally:
         torch.set_num_threads(threads)

@@ -43,6 +43,6 @@ class tracking_terminations:
         # Gravity's z in a frame of unit quaternion (w, x, y, z) is 2 (x^2 + y^2) - 1: compare
         # x^2 + y^2 against half the limit instead of rotating the gravity vector twice.
         upright = (c.ref_anchor_quat_w[:, 1:3].square().sum(-1)
-                - c.robot_anchor_quat_w[:, 1:3].square().sum(-1)).abs() <= 0.5 * self.anchor_ori
+                   - c.robot_anchor_quat_w[:, 1:3].square().sum(-1)).abs() <= 0.5 * self.anchor_ori
         ee = ~(pos[:, self.ee_rows, 2].abs() <= self.ee_height).all(dim=1)
         return torch.stack((anchor_z, ~upright, ee, c.at_clip_end()), dim=1)
