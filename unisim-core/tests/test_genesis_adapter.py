@@ -16,6 +16,7 @@ from sim_test_models import mj_reference_tensors, random_model_state, with_senso
 from unisim import ContractViolation, DataPlane, Feature, ResetPublication
 from unisim.adapters import link_sensors
 from unisim.adapters.link_sensors import LinkStateSensors
+from unisim.host_sync import HostSyncProbe
 from unisim.mjcf import sensor_kind
 
 N = 2
@@ -46,6 +47,41 @@ def test_link_state_sensors_match_mujoco_for_every_declared_kind(builtin_model):
     pos, quat, lin, ang, want = mj_reference_tensors(model, qpos, qvel)
     out = torch.full((5, model.nsensordata), float("nan"))
     LinkStateSensors(model, torch.device("cpu")).compute(out, qpos, qvel, pos, quat, lin, ang)
+    assert (out - want).abs().max() < 1e-5
+
+
+# Two frames (imu, then tilted): gyro and framequat read both in order (no gather), velocimeter
+# both in the other order, framepos and framezaxis one of them.
+IN_ORDER_SENSORS = """
+  <sensor>
+    <gyro site="imu"/> <gyro site="tilted"/> <velocimeter site="tilted"/> <velocimeter site="imu"/>
+    <framequat objtype="site" objname="imu"/> <framequat objtype="site" objname="tilted"/>
+    <framepos objtype="site" objname="tilted"/> <framezaxis objtype="site" objname="imu"/>
+  </sensor>"""
+
+
+def test_link_state_sensors_match_mujoco_when_kinds_read_every_frame_in_order(builtin_model):
+    """Kinds that read all frames in order skip their gather; the values must not change."""
+    model = mujoco.MjModel.from_xml_string(with_tilted_site(with_sensors(builtin_model, IN_ORDER_SENSORS)))
+    qpos, qvel = random_model_state(model, 5, 1)
+    pos, quat, lin, ang, want = mj_reference_tensors(model, qpos, qvel)
+    out = torch.full((5, model.nsensordata), float("nan"))
+    LinkStateSensors(model, torch.device("cpu")).compute(out, qpos, qvel, pos, quat, lin, ang)
+    assert (out - want).abs().max() < 1e-5
+
+
+def test_link_state_sensors_of_an_imu_take_a_few_ops(builtin_model):
+    """Why the sensors are written as batched products: they run after every step and state
+    write, and on a GPU every op is a launch paid on the host. An IMU like the G1's (gyro,
+    velocimeter and z-axis of one site) took 61 ops with per-entry quaternion formulas."""
+    imu = '<sensor><gyro site="imu"/> <velocimeter site="imu"/> <framezaxis objtype="site" objname="imu"/></sensor>'
+    model = mujoco.MjModel.from_xml_string(with_sensors(builtin_model, imu))
+    qpos, qvel = random_model_state(model, 4, 2)
+    pos, quat, lin, ang, want = mj_reference_tensors(model, qpos, qvel)
+    sensors, out = LinkStateSensors(model, torch.device("cpu")), torch.zeros(4, model.nsensordata)
+    with HostSyncProbe() as probe:
+        sensors.compute(out, qpos, qvel, pos, quat, lin, ang)
+    assert probe.kernel_op_count <= 15 and not probe.syncs
     assert (out - want).abs().max() < 1e-5
 
 

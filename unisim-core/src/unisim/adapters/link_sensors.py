@@ -24,22 +24,27 @@ SENSOR_KINDS = frozenset({
 _FRAME_AXIS = {"framexaxis": 0, "frameyaxis": 1, "framezaxis": 2}
 
 
+# Rotation matrix entries as a linear map of the quaternion's products q_i q_j (MuJoCo's
+# homogeneous mju_quat2Mat: R00 = ww + xx - yy - zz, R01 = 2 (xy - wz), ...): rows index the
+# flattened 4x4 outer product q q^T, columns the flattened 3x3 matrix. A symmetric product
+# appears twice in q q^T, so "2 xy" is a 1 on (x, y) and on (y, x).
+_MAT_FROM_PRODUCTS = np.zeros((4, 4, 9))
+for _entry, _terms in enumerate([
+    ((0, 0, 1), (1, 1, 1), (2, 2, -1), (3, 3, -1)), ((1, 2, 1), (0, 3, -1)), ((1, 3, 1), (0, 2, 1)),
+    ((1, 2, 1), (0, 3, 1)), ((0, 0, 1), (1, 1, -1), (2, 2, 1), (3, 3, -1)), ((2, 3, 1), (0, 1, -1)),
+    ((1, 3, 1), (0, 2, -1)), ((2, 3, 1), (0, 1, 1)), ((0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, 1)),
+]):
+    for _i, _j, _sign in _terms:
+        _MAT_FROM_PRODUCTS[_i, _j, _entry] += _sign
+        if _i != _j:
+            _MAT_FROM_PRODUCTS[_j, _i, _entry] += _sign
+_MAT_FROM_PRODUCTS = _MAT_FROM_PRODUCTS.reshape(16, 9)
+
+
 def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
     """(..., 4) wxyz unit quaternions -> (..., 3, 3) rotation matrices."""
-    w, x, y, z = q.unbind(-1)
-    return torch.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    ], dim=-1).reshape(*q.shape[:-1], 3, 3)
-
-
-def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    aw, ax, ay, az = a.unbind(-1)
-    bw, bx, by, bz = b.unbind(-1)
-    return torch.stack([
-        aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], dim=-1)
+    products = (q.unsqueeze(-1) * q.unsqueeze(-2)).flatten(-2)
+    return (products @ torch.as_tensor(_MAT_FROM_PRODUCTS, dtype=q.dtype, device=q.device)).unflatten(-1, (3, 3))
 
 
 def _attachment(model: mujoco.MjModel, s: int) -> tuple[int, np.ndarray, np.ndarray]:
@@ -62,9 +67,8 @@ class LinkStateSensors:
     """Computes MuJoCo sensordata (N, nsensordata) from body-origin states.
 
     Built once per model. ``compute`` evaluates every attachment frame in one batch (one
-    rotation, one point velocity per frame) and then scatters each kind's columns, so the
-    cost is a fixed ~20 tensor ops whatever the number of sensors (it runs after every
-    step: on a GPU each op is a kernel launch).
+    rotation, one point velocity per frame), then each kind's values, and writes all columns
+    at once: a few ops per kind, whatever the number of sensors of that kind.
     """
 
     def __init__(self, model: mujoco.MjModel, device: torch.device) -> None:
@@ -92,43 +96,72 @@ class LinkStateSensors:
                 key = (body, *np.round(np.asarray(pos, dtype=np.float64), 12), *np.asarray(quat, dtype=np.float64))
                 src.append(frames.setdefault(key, len(frames)))
         as_index = lambda xs: torch.tensor(xs, dtype=torch.int64, device=device)
-        self._kinds = [(kind, as_index(cols).reshape(-1), as_index(src)) for kind, (cols, src) in groups.items()]
         keys = list(frames)
         self._frame_body = as_index([k[0] for k in keys])
-        self._frame_pos = torch.tensor([k[1:4] for k in keys], dtype=torch.float32, device=device).reshape(-1, 3)
-        self._frame_quat = torch.tensor([k[4:8] for k in keys], dtype=torch.float32, device=device).reshape(-1, 4)
-        self._frame_rot = quat_to_mat(self._frame_quat)
+        frame_pos = np.array([k[1:4] for k in keys], dtype=np.float64).reshape(-1, 3)
+        frame_quat = np.array([k[4:8] for k in keys], dtype=np.float64).reshape(-1, 4)
+        # Each frame's world orientation and offset from its body are R_b [R_f | p_f], with R_b
+        # linear in the body quaternion's products: one (16 x 12) matrix per frame turns those
+        # products into both, in one batched product.
+        offset = np.concatenate([quat_to_mat(torch.from_numpy(frame_quat)).numpy(), frame_pos[:, :, None]], -1)
+        frame_map = np.einsum("mij,fjk->fmik", _MAT_FROM_PRODUCTS.reshape(16, 3, 3), offset)
+        self._frame_from_products = torch.tensor(frame_map.reshape(len(keys), 16, 12), dtype=torch.float32,
+                                                 device=device)
+        self._columns = as_index([c for _, (cols, _) in groups.items() for c in sum(cols, [])])
+        self._kinds = []
+        for kind, (_, src) in groups.items():
+            # A kind reading every frame (or state entry) in order needs no gather.
+            index = None if kind not in ("jointpos", "jointvel") and src == list(range(len(keys))) else as_index(src)
+            # framequat: the body quaternion times a fixed offset, as a (4 x 4) matrix per sensor.
+            offset_quat = (torch.tensor(np.stack([_right_product(frame_quat[i]) for i in src]), dtype=torch.float32,
+                                        device=device) if kind == "framequat" else None)
+            bodies = None if kind in ("jointpos", "jointvel") else self._frame_body[as_index(src)]
+            self._kinds.append((kind, index, bodies, offset_quat))
 
     def compute(self, out: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor, body_pos: torch.Tensor,
                 body_quat: torch.Tensor, body_lin_vel: torch.Tensor, body_ang_vel: torch.Tensor) -> None:
-        """Write sensordata into ``out`` (N, nsensordata) in place."""
-        n = out.shape[0]
-        if self._frame_body.numel():
-            fb = self._frame_body
-            rot_b = quat_to_mat(body_quat[:, fb])  # (N, F, 3, 3)
-            rel = (rot_b @ self._frame_pos.unsqueeze(-1)).squeeze(-1)  # frame origin - body origin, world
-            rot = rot_b @ self._frame_rot  # frame orientation in world
-            omega = body_ang_vel[:, fb]
-            point_vel = body_lin_vel[:, fb] + torch.cross(omega, rel, dim=-1)
-            rot_t = rot.transpose(-1, -2)
-        for kind, cols, src in self._kinds:
+        """Write sensordata into ``out`` (N, nsensordata) in place.
+
+        Why it is written this way: it runs after every step and every state write, and on a
+        GPU each tensor op is a kernel launch paid on the host, so the frames' rotations come
+        from one product of quaternion products and the kinds' values land in ``out`` with one
+        write (11 ops for an IMU like the G1's, where per-entry quaternion formulas took 61)."""
+        if not self._kinds:
+            return
+        fb = self._frame_body
+        if fb.numel():
+            q = torch.index_select(body_quat, 1, fb).transpose(0, 1)  # (F, N, 4)
+            products = (q.unsqueeze(-1) * q.unsqueeze(-2)).flatten(-2)  # (F, N, 16)
+            frame = torch.bmm(products, self._frame_from_products).unflatten(-1, (3, 4)).transpose(0, 1)
+            rot, rel = frame[..., :3], frame[..., 3]  # (N, F, 3, 3) world orientation, (N, F, 3) offset
+            omega = torch.index_select(body_ang_vel, 1, fb)
+            point_vel = torch.index_select(body_lin_vel, 1, fb) + torch.linalg.cross(omega, rel, dim=-1)
+        values = []
+        for kind, src, bodies, offset_quat in self._kinds:
+            pick = (lambda t: t) if src is None else (lambda t, src=src: t[:, src])
             if kind == "jointpos":
                 value = qpos[:, src]
             elif kind == "jointvel":
                 value = qvel[:, src]
             elif kind == "framepos":
-                value = body_pos[:, fb[src]] + rel[:, src]
+                value = torch.index_select(body_pos, 1, bodies) + pick(rel)
             elif kind == "framequat":
-                body_q = body_quat[:, fb[src]]
-                value = quat_mul(body_q, self._frame_quat[src].expand_as(body_q))
+                value = torch.einsum("nsi,sij->nsj", torch.index_select(body_quat, 1, bodies), offset_quat)
             elif kind in _FRAME_AXIS:
-                value = rot[:, src, :, _FRAME_AXIS[kind]]
+                value = pick(rot)[..., _FRAME_AXIS[kind]]
             elif kind == "frameangvel":
-                value = omega[:, src]
+                value = pick(omega)
             elif kind == "framelinvel":
-                value = point_vel[:, src]
-            elif kind == "gyro":
-                value = (rot_t[:, src] @ omega[:, src].unsqueeze(-1)).squeeze(-1)
-            else:  # velocimeter
-                value = (rot_t[:, src] @ point_vel[:, src].unsqueeze(-1)).squeeze(-1)
-            out[:, cols] = value.reshape(n, -1)
+                value = pick(point_vel)
+            elif kind == "gyro":  # the angular velocity in the frame: R^T omega
+                value = torch.einsum("nsji,nsj->nsi", pick(rot), pick(omega))
+            else:  # velocimeter: the frame origin's velocity in the frame
+                value = torch.einsum("nsji,nsj->nsi", pick(rot), pick(point_vel))
+            values.append(value.flatten(1))
+        out[:, self._columns] = values[0] if len(values) == 1 else torch.cat(values, dim=1)
+
+
+def _right_product(c: np.ndarray) -> np.ndarray:
+    """M with q * c == q @ M for wxyz quaternions (the Hamilton product by a fixed right factor)."""
+    w, x, y, z = c
+    return np.array([[w, x, y, z], [-x, w, -z, y], [-y, z, w, -x], [-z, -y, x, w]])
