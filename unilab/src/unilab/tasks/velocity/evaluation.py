@@ -144,7 +144,9 @@ class VelocitySweep:
             case = {
                 "command": list(command),
                 "envs": e,
-                "fall_rate": 1.0 - n_up / e,
+                # (e - n_up) / e, not 1 - n_up / e: that rounds 1 fall of 10 to 0.09999999999999998,
+                # which passed ``fall_rate < max_fall_rate`` at max_fall_rate=0.1 (10% is not < 10%).
+                "fall_rate": (e - n_up) / e,
                 "achieved": None if n_up == 0 else [mean(row[4]), mean(row[5]), mean(row[6])],
                 "lin_vel_error": mean(row[1]),
                 "lin_vel_error_worst": worst[i] if n_up > 0 else None,
