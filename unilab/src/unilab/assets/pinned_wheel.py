@@ -4,9 +4,18 @@ the exact version, and the file must match the pinned sha256 before anything is 
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+
+def user_cache_dir() -> Path:
+    """Where fetched data is kept: ``$XDG_CACHE_HOME``, or ``~/.cache`` where it is unset, empty or
+    relative (the XDG spec's rule: a relative path there is invalid and ignored, and an empty one
+    must not turn into the current folder)."""
+    value = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(value) if os.path.isabs(value) else Path.home() / ".cache"
 
 
 def sha256_file(path: Path) -> str:

@@ -14,7 +14,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from unilab.assets.pinned_wheel import download_pinned_wheel
+from unilab.assets.pinned_wheel import download_pinned_wheel, user_cache_dir
 
 WHEEL_REQUIREMENT = "mjlab==1.6.0"
 WHEEL_FILE = "mjlab-1.6.0-py3-none-any.whl"
@@ -26,7 +26,7 @@ def asset_root() -> Path:
     override = os.environ.get("UNILAB_ASSET_DIR")
     if override:
         return Path(override)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    cache = user_cache_dir()
     return cache / "unilab" / "assets" / "mjlab-1.6.0"
 
 

