@@ -37,33 +37,44 @@ class _HeldTwist(UniformVelocityCommand):
         self.holds.append(None if commands is None else commands.clone())
 
 
-class _ScriptedWalk:
-    """After its step k, row i moves at body twist ``twists[k, i]`` (vx, vy, yaw rate) with
-    roll and pitch rates ``tilts[k, i]``; ``terminated``/``truncated`` ``[k, i]`` are that step's.
-    Episodes time out as the env's do: truncated from the step the episode length reaches
-    ``max_episode_length``."""
+class _ScriptedEnv:
+    """What both evaluations read of an env: ``num_envs`` rows, the command term by name, a
+    one-column observation, and the step count the script is indexed by."""
 
     device = "cpu"
-    step_dt = DT
 
-    def __init__(self, twists, terminated=None, truncated=None, tilts=None, max_episode_length=10**6):
-        steps, n, _ = twists.shape
-        self.num_envs, self.max_episode_length = n, max_episode_length
-        self.twists = twists
-        self.tilts = torch.zeros(steps, n, 2) if tilts is None else tilts
-        self.terminated = torch.zeros(steps, n, dtype=torch.bool) if terminated is None else terminated
-        self.truncated = torch.zeros(steps, n, dtype=torch.bool) if truncated is None else truncated
-        self.term = _HeldTwist()
+    def __init__(self, num_envs: int, term, max_episode_length: int) -> None:
+        self.num_envs, self.max_episode_length, self.term = num_envs, max_episode_length, term
         self.command_manager = SimpleNamespace(term=lambda name, owner: self.term)
-        self.robot = SimpleNamespace(root_lin_vel_b=torch.zeros(n, 3), root_ang_vel_b=torch.zeros(n, 3))
         self.steps_taken = 0
 
     def reset(self):
         return {"policy": torch.zeros(self.num_envs, 1)}
 
-    def step(self, action):
-        k = self.steps_taken
+    def _next_step(self) -> int:
         self.steps_taken += 1
+        return self.steps_taken - 1
+
+
+class _ScriptedWalk(_ScriptedEnv):
+    """After its step k, row i moves at body twist ``twists[k, i]`` (vx, vy, yaw rate) with
+    roll and pitch rates ``tilts[k, i]``; ``terminated``/``truncated`` ``[k, i]`` are that step's.
+    Episodes time out as the env's do: truncated from the step the episode length reaches
+    ``max_episode_length``."""
+
+    step_dt = DT
+
+    def __init__(self, twists, terminated=None, truncated=None, tilts=None, max_episode_length=10**6):
+        steps, n, _ = twists.shape
+        super().__init__(n, _HeldTwist(), max_episode_length)
+        self.twists = twists
+        self.tilts = torch.zeros(steps, n, 2) if tilts is None else tilts
+        self.terminated = torch.zeros(steps, n, dtype=torch.bool) if terminated is None else terminated
+        self.truncated = torch.zeros(steps, n, dtype=torch.bool) if truncated is None else truncated
+        self.robot = SimpleNamespace(root_lin_vel_b=torch.zeros(n, 3), root_ang_vel_b=torch.zeros(n, 3))
+
+    def step(self, action):
+        k = self._next_step()
         n, twist = self.num_envs, self.twists[k]
         self.robot.root_lin_vel_b = torch.cat((twist[:, :2], torch.zeros(n, 1)), dim=1)
         self.robot.root_ang_vel_b = torch.cat((self.tilts[k], twist[:, 2:]), dim=1)
@@ -246,28 +257,18 @@ class _AssignedClips(MotionCommand):
         return REF_POS.reshape(1, -1).repeat(n, 1), torch.zeros(n, 2)
 
 
-class _ScriptedTracking:
+class _ScriptedTracking(_ScriptedEnv):
     """After its step k, row i's root is ``root_off[k, i]`` m (along x) off the clip's, its second
     body ``root_off + BODY_OFF`` off, its two joints at (+0.1, -0.3) rad from the clip's; the
     step's ``terminated``/``truncated`` come from the script."""
 
-    device = "cpu"
-
     def __init__(self, lengths, root_off, terminated, truncated, max_episode_length=10**6):
-        self.num_envs = root_off.shape[1]
+        super().__init__(root_off.shape[1], _AssignedClips(lengths), max_episode_length)
         self.root_off, self.terminated, self.truncated = root_off, terminated, truncated
-        self.max_episode_length = max_episode_length
-        self.term = _AssignedClips(lengths)
-        self.command_manager = SimpleNamespace(term=lambda name, owner: self.term)
         self.robot = SimpleNamespace(joint_pos=torch.tensor([[0.1, -0.3]]).repeat(self.num_envs, 1))
-        self.steps_taken = 0
-
-    def reset(self):
-        return {"policy": torch.zeros(self.num_envs, 1)}
 
     def step(self, action):
-        k = self.steps_taken
-        self.steps_taken += 1
+        k = self._next_step()
         off = torch.zeros(self.num_envs, 2, 3)
         off[:, 0, 0] = self.root_off[k]
         off[:, 1, 0] = self.root_off[k] + BODY_OFF
