@@ -24,21 +24,27 @@ SENSOR_KINDS = frozenset({
 _FRAME_AXIS = {"framexaxis": 0, "frameyaxis": 1, "framezaxis": 2}
 
 
-# Rotation matrix entries as a linear map of the quaternion's products q_i q_j (MuJoCo's
-# homogeneous mju_quat2Mat: R00 = ww + xx - yy - zz, R01 = 2 (xy - wz), ...): rows index the
-# flattened 4x4 outer product q q^T, columns the flattened 3x3 matrix. A symmetric product
-# appears twice in q q^T, so "2 xy" is a 1 on (x, y) and on (y, x).
-_MAT_FROM_PRODUCTS = np.zeros((4, 4, 9))
-for _entry, _terms in enumerate([
-    ((0, 0, 1), (1, 1, 1), (2, 2, -1), (3, 3, -1)), ((1, 2, 1), (0, 3, -1)), ((1, 3, 1), (0, 2, 1)),
-    ((1, 2, 1), (0, 3, 1)), ((0, 0, 1), (1, 1, -1), (2, 2, 1), (3, 3, -1)), ((2, 3, 1), (0, 1, -1)),
-    ((1, 3, 1), (0, 2, -1)), ((2, 3, 1), (0, 1, 1)), ((0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, 1)),
-]):
-    for _i, _j, _sign in _terms:
-        _MAT_FROM_PRODUCTS[_i, _j, _entry] += _sign
-        if _i != _j:
-            _MAT_FROM_PRODUCTS[_j, _i, _entry] += _sign
-_MAT_FROM_PRODUCTS = _MAT_FROM_PRODUCTS.reshape(16, 9)
+def _mat_from_products() -> np.ndarray:
+    """Rotation matrix entries as a linear map of the quaternion's products q_i q_j (MuJoCo's
+    homogeneous mju_quat2Mat: R00 = ww + xx - yy - zz, R01 = 2 (xy - wz), ...): rows index the
+    flattened 4x4 outer product q q^T, columns the flattened 3x3 matrix. A symmetric product
+    appears twice in q q^T, so "2 xy" is a 1 on (x, y) and on (y, x)."""
+    w, x, y, z = range(4)
+    entries = [
+        ((w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)), ((x, y, 1), (w, z, -1)), ((x, z, 1), (w, y, 1)),
+        ((x, y, 1), (w, z, 1)), ((w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)), ((y, z, 1), (w, x, -1)),
+        ((x, z, 1), (w, y, -1)), ((y, z, 1), (w, x, 1)), ((w, w, 1), (x, x, -1), (y, y, -1), (z, z, 1)),
+    ]
+    table = np.zeros((4, 4, 9))
+    for entry, terms in enumerate(entries):
+        for i, j, sign in terms:
+            table[i, j, entry] += sign
+            if i != j:
+                table[j, i, entry] += sign
+    return table.reshape(16, 9)
+
+
+_MAT_FROM_PRODUCTS = _mat_from_products()
 
 
 def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
