@@ -40,8 +40,9 @@ def _pre_tanh(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) ->
 
 
 def gaussian_entropy_for_std(action_dim: int, std: float, action_scale: float) -> float:
-    """Entropy of a ``action_dim``-dimensional Gaussian with per-dimension std ``std``
-    in action units (FlashSAC's target entropy from a target std)."""
+    """Entropy of a ``action_dim``-dimensional Gaussian with per-dimension std ``std`` before
+    the squash's ``action_scale`` (its std in action units is ``std * action_scale``, hence the
+    ``action_dim * log(action_scale)``): FlashSAC's target entropy from a target std."""
     return 0.5 * action_dim * math.log(2.0 * math.pi * math.e * std**2) + action_dim * math.log(action_scale)
 
 
