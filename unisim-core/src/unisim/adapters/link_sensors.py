@@ -47,12 +47,6 @@ def _mat_from_products() -> np.ndarray:
 _MAT_FROM_PRODUCTS = _mat_from_products()
 
 
-def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
-    """(..., 4) wxyz unit quaternions -> (..., 3, 3) rotation matrices."""
-    products = (q.unsqueeze(-1) * q.unsqueeze(-2)).flatten(-2)
-    return (products @ torch.as_tensor(_MAT_FROM_PRODUCTS, dtype=q.dtype, device=q.device)).unflatten(-1, (3, 3))
-
-
 def _attachment(model: mujoco.MjModel, s: int) -> tuple[int, np.ndarray, np.ndarray]:
     """(body id, offset pos, offset quat) of the frame a sensor reads, relative to the body."""
     objtype, objid = int(model.sensor_objtype[s]), int(model.sensor_objid[s])
@@ -109,14 +103,16 @@ class LinkStateSensors:
         # Each frame's world orientation and offset from its body are R_b [R_f | p_f], with R_b
         # linear in the body quaternion's products: one (16 x 12) matrix per frame turns those
         # products into both, in one batched product.
-        offset = np.concatenate([quat_to_mat(torch.from_numpy(frame_quat)).numpy(), frame_pos[:, :, None]], -1)
+        products = np.einsum("fi,fj->fij", frame_quat, frame_quat).reshape(-1, 16)
+        frame_rot = (products @ _MAT_FROM_PRODUCTS).reshape(-1, 3, 3)
+        offset = np.concatenate([frame_rot, frame_pos[:, :, None]], -1)
         frame_map = np.einsum("mij,fjk->fmik", _MAT_FROM_PRODUCTS.reshape(16, 3, 3), offset)
         self._frame_from_products = torch.tensor(frame_map.reshape(len(keys), 16, 12), dtype=torch.float32,
                                                  device=device)
         self._columns = as_index([c for _, (cols, _) in groups.items() for c in sum(cols, [])])
         self._kinds = []
         for kind, (_, src) in groups.items():
-            # A kind reading every frame (or state entry) in order needs no gather.
+            # A frame kind reading every frame in order needs no gather.
             index = None if kind not in ("jointpos", "jointvel") and src == list(range(len(keys))) else as_index(src)
             # framequat: the body quaternion times a fixed offset, as a (4 x 4) matrix per sensor.
             offset_quat = (torch.tensor(np.stack([_right_product(frame_quat[i]) for i in src]), dtype=torch.float32,
