@@ -125,18 +125,18 @@ class MotionEvaluation:
     def _report(self, names, clips, succeeded, means, quarter_sums, quarter_steps) -> dict[str, Any]:
         cfg = self.cfg
         rows = []
-        # Successes and envs counted per clip, the rate divided in Python: a float32 mean made 19 of
-        # 20 0.94999999, under min_success 0.95, and failed a clip at the documented ">= 95%".
+        # Successes counted per clip, the rate divided in Python: a float32 mean made 19 of 20
+        # 0.94999999, under min_success 0.95, and failed a clip at the documented ">= 95%".
         # Errors are the mean over the clip's envs that have a scored state (NaN if none has,
         # which fails the clip).
-        per_clip = torch.stack([torch.cat((succeeded[clips == c].sum().unsqueeze(0), (clips == c).sum().unsqueeze(0),
-                                           means[clips == c].nanmean(0))) for c in range(self.num_clips)]).tolist()
+        per_clip = torch.stack([torch.cat((succeeded[clips == c].sum().unsqueeze(0), means[clips == c].nanmean(0)))
+                                for c in range(self.num_clips)]).tolist()
         # Pooled over the clip's envs; None for a quarter no env reached.
         pooled = [(quarter_sums[clips == c].sum(0), quarter_steps[clips == c].sum(0)) for c in range(self.num_clips)]
         by_quarter = [[1e3 * total / count if count else None for total, count in zip(t.tolist(), k.tolist())]
                       for t, k in pooled]
-        for name, (hits, envs, mpkpe, rel, root, joint), quarters in zip(names, per_clip, by_quarter):
-            success = hits / envs
+        for name, (hits, mpkpe, rel, root, joint), quarters in zip(names, per_clip, by_quarter):
+            success = hits / cfg.envs_per_clip  # every clip has envs_per_clip envs
             case = {"clip": name, "envs": cfg.envs_per_clip, "success_rate": success, "mpkpe_mm": 1e3 * mpkpe,
                     "root_relative_mpkpe_mm": 1e3 * rel, "root_error_mm": 1e3 * root, "joint_error_rad": joint,
                     "mpkpe_mm_by_quarter": quarters}
