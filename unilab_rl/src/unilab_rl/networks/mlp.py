@@ -121,4 +121,4 @@ class CategoricalCriticEnsemble(nn.Module):
         if member_axis == 0:
             scale, shift = scale.unsqueeze(1), shift.unsqueeze(1)
         x = nn.functional.layer_norm(x, x.shape[-1:], eps=self.norm_eps)
-        return as_gemm_input(nn.functional.silu(torch.addcmul(shift, x, scale)))
+        return nn.functional.silu(torch.addcmul(shift, x, scale))
