@@ -5,6 +5,7 @@ import pytest
 import torch
 import unilab_rl.fastsac
 import unilab_rl.flashsac
+import unilab_rl.networks.flash as flash
 from helpers import tiny_agent
 from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
 
@@ -24,7 +25,6 @@ def test_update_under_bf16_autocast_gives_finite_float32_metrics(monkeypatch, mo
     assert all(p.dtype == torch.float32 for p in agent.actor.parameters())
 
 
-
 def _block_outputs_and_grads(block, x):
     block.zero_grad()
     with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
@@ -37,7 +37,6 @@ def test_flash_block_hands_its_wide_activation_on_in_bf16_with_identical_math(mo
     """Under bf16 autocast the 4x-wide BatchNorm output reaches the contracting matmul in bf16
     (fewer bytes between kernels), and outputs and gradients equal, bit for bit, those of
     handing it on in float32."""
-    import unilab_rl.networks.flash as flash
     torch.manual_seed(0)
     block = flash.InvertedResidualBlock(ensemble=2, width=24)
     x = torch.randn(2, 64, 24)
