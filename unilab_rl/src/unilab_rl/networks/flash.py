@@ -20,7 +20,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from unilab_rl.networks.mlp import as_gemm_input, zero_pad_to_gemm_multiple
+from unilab_rl.networks.mlp import zero_pad_to_gemm_multiple
+
+
+def as_gemm_input(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in the dtype the next matmul reads it in: bf16 under bf16 autocast, else as is.
+
+    The matmul would round ``t`` to that dtype anyway, so the result and its gradient are the
+    same bit for bit; casting here instead lets a compiled graph keep the wide hidden
+    activations in 16 bits between kernels rather than write and read them in float32."""
+    device = t.device.type
+    if torch.is_autocast_enabled(device):
+        return t.to(torch.get_autocast_dtype(device))
+    return t
 
 
 class UnitLinear(nn.Module):
@@ -109,8 +121,7 @@ class InvertedResidualBlock(nn.Module):
         self.contract_norm = UnitBatchNorm(ensemble, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # The 4x-wide activation goes to the next matmul in its input dtype; ReLU commutes with
-        # that rounding, so only the bytes moved change.
+        # ReLU commutes with the bf16 rounding the contracting matmul applies anyway.
         h = F.relu(as_gemm_input(self.expand_norm(self.expand(x))))
         h = F.relu(self.contract_norm(self.contract(h)))
         return x + h

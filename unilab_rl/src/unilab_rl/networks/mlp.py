@@ -21,18 +21,6 @@ def zero_pad_to_gemm_multiple(t: torch.Tensor, dim: int) -> torch.Tensor:
     return nn.functional.pad(t, [0, 0] * (t.ndim - 1 - dim % t.ndim) + [0, pad])
 
 
-def as_gemm_input(t: torch.Tensor) -> torch.Tensor:
-    """``t`` in the dtype the next matmul reads it in: bf16 under bf16 autocast, else as is.
-
-    The matmul would round ``t`` to that dtype anyway, so the result and its gradient are the
-    same bit for bit; casting here instead lets a compiled graph keep the wide hidden
-    activations in 16 bits between kernels rather than write and read them in float32."""
-    device = t.device.type
-    if torch.is_autocast_enabled(device):
-        return t.to(torch.get_autocast_dtype(device))
-    return t
-
-
 def layernorm_silu_mlp(in_features: int, width: int, out_features: int, layers: int = 3) -> nn.Sequential:
     """``layers`` hidden layers of width, width/2, width/4, ... then a linear output."""
     modules: list[nn.Module] = []
