@@ -99,9 +99,15 @@ def assert_ranks_trained_identically(first: dict, second: dict) -> None:
 class RecordingStream:
     """The LearnerStream calls, logged instead of ordered on a GPU."""
 
-    def __init__(self, device: torch.device, log: list[str]) -> None:
-        self.log = log
+    def __init__(self, device: torch.device, log: list[str], env_priority: int = 0) -> None:
+        self.log, self.env_priority = log, env_priority
         self.inside = False
+
+    @contextmanager
+    def collecting(self):
+        self.log.append("collect on env stream")
+        yield
+        self.log.append("caller waits for env stream")
 
     @contextmanager
     def updates(self):

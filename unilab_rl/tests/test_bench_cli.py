@@ -34,12 +34,24 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     # Learning beside collection needs CUDA streams: on the host it is not timed, and says so.
     assert record["env_steps_per_s_with_learning_overlapped"] is None
     assert record["overlapped_learning_cost_ratio"] is None and record["raw"]["with_learning_overlapped"] == []
+    assert record["env_stream_priorities"] == [-5]  # the runner's default
+    assert record["env_steps_per_s_with_learning_overlapped_by_env_priority"] is None
     printed = capsys.readouterr().out
     assert "collector with_learning " in printed and "overlapped" not in printed
     assert "collector env_alone " in printed and "of the env alone" in printed
     dispatch = record["dispatch_per_collector_step"]
     assert dispatch["kernel_ops_per_collector_step"] > 0
     assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host
+
+
+@pytest.mark.parametrize("value", ["1", "0,x", ","])
+def test_bench_refuses_env_priorities_that_are_not_integers_at_most_0(value, capsys):
+    built = []
+    with pytest.raises(SystemExit) as exit_info:
+        bench_cli.main(["collector", "--backend", "fake", "--task", "fake_task", "--env-priorities", value],
+                       factory=lambda *a, **k: built.append(a))
+    assert exit_info.value.code == 2 and not built
+    assert "--env-priorities" in capsys.readouterr().err
 
 
 def test_bench_starts_from_the_gpu_walk_preset_and_still_learns_at_once(tmp_path):

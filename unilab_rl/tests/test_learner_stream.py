@@ -44,12 +44,12 @@ class RecordingAgent:
         return getattr(self.agent, name)
 
 
-def recording_runner(monkeypatch, overlap: bool):
+def recording_runner(monkeypatch, overlap: bool, **runner_settings):
     log: list[str] = []
     box: list = []
 
-    def make_stream(device):
-        box.append(RecordingStream(device, log))
+    def make_stream(device, env_priority):
+        box.append(RecordingStream(device, log, env_priority))
         return box[-1]
 
     monkeypatch.setattr("unilab_rl.runner.LearnerStream", make_stream)
@@ -57,20 +57,21 @@ def recording_runner(monkeypatch, overlap: bool):
                                     replay_capacity_per_env=4, n_step=1)
     recorder = RecordingAgent(agent, log, box)
     runner = OffPolicyRunner(env, recorder, config, RunIdentity("point_mass", "fake", "fastsac", 0), None,
-                             runner_config=RunnerConfig(overlap_learning=overlap))
+                             runner_config=RunnerConfig(overlap_learning=overlap, **runner_settings))
     return runner, recorder, log
 
 
 def test_overlapped_learning_acts_ahead_and_orders_both_streams(monkeypatch):
     runner, recorder, log = recording_runner(monkeypatch, overlap=True)
     for _ in range(4):  # learning starts at the 2nd iteration (a batch is 8 rows of 4 envs)
-        runner.collector.step()
-        runner.learn()
-    # Per learning iteration: the learner waits for the env, updates on its stream; the next
-    # collector step waits for those updates before the agent observes and acts ahead.
-    iteration = ["learner waits for env", "update on learner stream", "updates recorded",
-                 "env waits for updates", "observe", "act"]
-    assert log[log.index("learner waits for env"):] == iteration * 2 + iteration[:3]
+        runner.collect_and_learn()
+    # Per learning iteration, all of it issued on the env stream: the learner waits for the
+    # env, updates on its stream; the next collector step waits for those updates before the
+    # agent observes and acts ahead; the caller's stream waits for the env stream.
+    iteration = ["collect on env stream", "env waits for updates", "observe", "act", "learner waits for env",
+                 "update on learner stream", "updates recorded", "caller waits for env stream"]
+    first = log.index("learner waits for env") - 4
+    assert log[first:] == iteration * 3
     # Acts for steps 1..5 (the 5th computed ahead at the end of step 4). One update round
     # stale: the action of step 4 was computed before step 3's update (sequential: after it).
     assert recorder.updates_seen_by_act == [0, 0, 0, 1, 2]
@@ -99,6 +100,16 @@ def test_switching_overlap_off_drops_the_action_computed_ahead(monkeypatch):
     runner.collector.step()
     assert len(recorder.updates_seen_by_act) == acts + 1, "the next step acts afresh"
     assert runner.config.overlap_learning is False
+
+
+def test_the_env_stream_gets_the_configured_priority(monkeypatch):
+    runner, recorder, log = recording_runner(monkeypatch, overlap=True)
+    assert recorder.stream_box[-1].env_priority == -5, "by default collection goes first"
+    runner.config.env_stream_priority = 0
+    runner.set_overlap_learning(True)  # new streams: a stream's priority is fixed at its creation
+    assert recorder.stream_box[-1].env_priority == 0 and runner.learner_stream is recorder.stream_box[-1]
+    with pytest.raises(ValueError, match="env_stream_priority"):
+        RunnerConfig(env_stream_priority=1)
 
 
 def test_overlap_on_the_host_is_refused_with_the_setting_named():

@@ -30,11 +30,14 @@ def test_deterministic_policy_beats_doing_nothing_on_the_point_mass(algo):
 
 
 class HostLearnerStream:
-    """LearnerStream's three calls as no-ops: on the host the work is already ordered, so
+    """LearnerStream's calls as no-ops: on the host the work is already ordered, so
     this runs exactly the overlapped schedule (act ahead, one update round stale) on CPU."""
 
-    def __init__(self, device):
+    def __init__(self, device, env_priority=0):
         self.device = device
+
+    def collecting(self):
+        return contextlib.nullcontext()
 
     def updates(self):
         return contextlib.nullcontext()

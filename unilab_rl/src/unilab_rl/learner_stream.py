@@ -16,6 +16,14 @@ them). Everything the two streams share keeps a fixed order:
 - while step t+1 writes its replay slot, step t's updates sample around it
   (``ReplayBuffer.sample(exclude_next_write=True)``);
 - whatever reads the learner's results on the host (loss sums, checkpoints) joins first.
+
+Both streams compete for the GPU's multiprocessors: an update's kernels fill the whole GPU,
+so the two streams mostly take turns rather than run side by side. With a negative
+``env_priority`` the collection (env step, replay insert, acting) runs on a stream of that
+higher priority, and where kernels of both wait for a multiprocessor the env's go first: the
+env step is a chain of small kernels, each waiting on the one before, that the next
+iteration waits on, while the updates' kernels can fill the gaps between them
+(docs/perf/collection-priority-h100-2026-12-05.md).
 """
 
 from __future__ import annotations
@@ -27,15 +35,31 @@ import torch
 
 
 class LearnerStream:
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, env_priority: int = 0) -> None:
         if device.type != "cuda":
             raise ValueError(f"overlap_learning=true needs a CUDA device, got {device}: on the host the env "
                              "and the learner share the same cores, so there is nothing to overlap; "
                              "pass overlap_learning=false")
         self.device = device
         self.stream = torch.cuda.Stream(device)
+        # torch clamps a priority past the device's range to its highest
+        self.env_stream = torch.cuda.Stream(device, priority=env_priority) if env_priority < 0 else None
         self.updates_done = torch.cuda.Event()
         self.recorded = False
+
+    @contextmanager
+    def collecting(self) -> Iterator[None]:
+        """Issue the body (an env step and its updates) on the env stream, ordered after the
+        caller's stream and before whatever the caller issues next; without an env priority,
+        on the caller's stream itself."""
+        if self.env_stream is None:
+            yield
+            return
+        caller = torch.cuda.current_stream(self.device)
+        self.env_stream.wait_stream(caller)
+        with torch.cuda.stream(self.env_stream):
+            yield
+        caller.wait_stream(self.env_stream)
 
     @contextmanager
     def updates(self) -> Iterator[None]:

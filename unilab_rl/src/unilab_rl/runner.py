@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,6 +54,11 @@ class RunnerConfig(BaseModel):
                                                "sharing a GPU) compare")
     overlap_learning: bool = Field(False, description="CUDA only: run the updates on a stream of their own "
                                    "while the next env step runs; the acting policy is one update round stale")
+    env_stream_priority: int = Field(-5, le=0, description="with overlap_learning: the CUDA priority of the "
+                                     "stream collection runs on; a negative value schedules the env's kernels "
+                                     "before the learner's where both wait for the GPU (-5 is the highest on "
+                                     "H100 and H200; values past a device's range mean its highest), 0 keeps "
+                                     "collection on the caller's stream")
 
     @field_validator("snapshot_at_s", mode="before")
     @classmethod
@@ -206,11 +212,10 @@ class OffPolicyRunner:
                 # A rank stopped by a peer's time budget finished its run; only a request interrupts.
                 interrupted = self.stop_requested and not (steps_spent or time_spent)
                 break
-            self.collector.step()
+            self.collect_and_learn()
             self.env_steps += self.spec.num_envs
             self.iterations += 1
             interval_steps += self.spec.num_envs
-            self.learn()
             if self.iterations % self.config.log_every == 0:
                 now = time.perf_counter()
                 last_metrics = self._flush(interval_steps / max(now - interval_start, 1e-9))
@@ -243,7 +248,8 @@ class OffPolicyRunner:
     def set_overlap_learning(self, enabled: bool) -> None:
         """Learn beside collection (unilab_rl.learner_stream) or after each env step; may be
         switched between steps (the collector benchmark times both in one process)."""
-        stream = LearnerStream(self.spec.device) if enabled else None  # refuses a non-CUDA device first
+        stream = (LearnerStream(self.spec.device, self.config.env_stream_priority)  # refuses a non-CUDA device
+                  if enabled else None)
         self.join_learner()
         self.learner_stream = stream
         self.collector.set_act_ahead(stream.wait_for_updates if stream is not None else None)
@@ -253,6 +259,14 @@ class OffPolicyRunner:
         """Order what follows on the current stream after every update issued so far."""
         if self.learner_stream is not None:
             self.learner_stream.join()
+
+    def collect_and_learn(self, learn: bool = True) -> None:
+        """One collector step, then (``learn``) the updates it earned."""
+        collecting = self.learner_stream.collecting() if self.learner_stream is not None else nullcontext()
+        with collecting:
+            self.collector.step()
+            if learn:
+                self.learn()
 
     def learn(self) -> None:
         """Run the gradient updates this env step has earned (none before learning_starts)."""

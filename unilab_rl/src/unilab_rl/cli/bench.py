@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
+    collector.add_argument("--env-priorities", type=_priorities, default=None, metavar="P,...",
+                           help="CUDA: time learning beside collection once per priority of the stream collection "
+                                "runs on, in each sample round (e.g. 0,-5; 0 is the caller's stream); the first "
+                                "is the record's headline figure (default: runner.env_stream_priority)")
     learner = sub.add_parser("learner", help="a learner's time per replay draw and per update, host "
                                              "and device")
     learner.add_argument("--calls", type=int, default=100, help="calls back to back in each timed sample")
@@ -66,6 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(not its env or runner settings)")
         command.add_argument("overrides", nargs="*", metavar="key=value")
     return parser
+
+
+def _priorities(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or any(v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers <= 0 (lower is a higher priority), "
+                                         f"got {text!r}")
+    return values
 
 
 def synchronize(device: torch.device) -> None:
@@ -93,9 +108,7 @@ def timed_rate(runner: OffPolicyRunner, seconds: float, learn: bool) -> float:
     """The collector's env-steps/s, with the updates each step earns or without learning."""
     def ten_steps() -> None:
         for _ in range(10):
-            runner.collector.step()
-            if learn:
-                runner.learn()
+            runner.collect_and_learn(learn)
 
     return _streamed_rate(runner, seconds, ten_steps)
 
@@ -177,21 +190,31 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         timed_rate(runner, min(args.seconds, 2.0), learn=True)  # warm-up: compiles, first updates
         # Learning beside collection (the learner on its own CUDA stream) is a third mode where a
         # CUDA device allows it; it is switched on and off between samples on the same runner.
+        # With --env-priorities it is timed once per priority of the stream collection runs on.
         overlap = spec.device.type == "cuda"
-        if overlap:
+        priorities = args.env_priorities or [runner.config.env_stream_priority]
+        by_priority: dict[int, list[float]] = {p: [] for p in priorities}
+
+        def overlapped_rate(priority: int, seconds: float) -> float:
+            runner.config.env_stream_priority = priority
             runner.set_overlap_learning(True)
-            timed_rate(runner, min(args.seconds, 1.0), learn=True)
+            rate = timed_rate(runner, seconds, learn=True)
             runner.set_overlap_learning(False)
-        env_alone, env_replayed, no_learn, learn, learn_overlapped = [], [], [], [], []
+            return rate
+
+        if overlap:
+            for priority in priorities:
+                overlapped_rate(priority, min(args.seconds, 1.0))
+        env_alone, env_replayed, no_learn, learn = [], [], [], []
         for _ in range(args.samples):
             env_alone.append(timed_env_alone_rate(runner, args.seconds, "zero"))
             env_replayed.append(timed_env_alone_rate(runner, args.seconds, "replayed"))
             no_learn.append(timed_rate(runner, args.seconds, learn=False))
             learn.append(timed_rate(runner, args.seconds, learn=True))
             if overlap:
-                runner.set_overlap_learning(True)
-                learn_overlapped.append(timed_rate(runner, args.seconds, learn=True))
-                runner.set_overlap_learning(False)
+                for priority in priorities:
+                    by_priority[priority].append(overlapped_rate(priority, args.seconds))
+        learn_overlapped = by_priority[priorities[0]]
         # Phase breakdown in a separate sample, learning after each step so that the phases run
         # one after another and add up to the step (beside collection they overlap).
         runner.timer.sample_every = 1
@@ -222,8 +245,12 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         **{f"of_env_alone{suffix}": {mode: summarize([c / e for c, e in zip(rates, alone, strict=True)])
                                      for mode, rates in modes if rates}
            for suffix, alone in (("", env_alone), ("_replaying_actions", env_replayed))},
+        "env_stream_priorities": priorities,
+        "env_steps_per_s_with_learning_overlapped_by_env_priority": (
+            {str(p): summarize(rates) for p, rates in by_priority.items()} if overlap else None),
         "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
-        "raw": {"env_alone": env_alone, "env_alone_replaying_actions": env_replayed, "no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped},
+        "raw": {"env_alone": env_alone, "env_alone_replaying_actions": env_replayed, "no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped,
+                "with_learning_overlapped_by_env_priority": {str(p): r for p, r in by_priority.items()}},
     }
     return record
 
