@@ -1,6 +1,6 @@
 """Learning beside collection (overlap_learning): what a host test can show of the stream
 hazards the runner must avoid. There are no CUDA streams in CI; the learner stream is swapped
-for a recorder with LearnerStream's three calls (``helpers.RecordingStream``, as tests/test_learner_stream.py uses).
+for a recorder with LearnerStream's calls (``helpers.RecordingStream``, as tests/test_learner_stream.py uses).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ class GraphLikeAgent:
 
 def runner_with_recorders(monkeypatch, overlap: bool, seed: int = 0):
     log: list[str] = []
-    monkeypatch.setattr("unilab_rl.runner.LearnerStream", lambda device: RecordingStream(device, log))
+    monkeypatch.setattr("unilab_rl.runner.LearnerStream",
+                        lambda device, env_priority: RecordingStream(device, log, env_priority))
     torch.manual_seed(seed)
     env, config, agent = tiny_agent("fastsac", env=PointMassEnv(num_envs=4, seed=seed), learning_starts=0,
                                     batch_size=8, replay_capacity_per_env=4, n_step=1)
