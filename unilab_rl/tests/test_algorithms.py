@@ -6,7 +6,8 @@ import torch
 from helpers import tiny_agent
 from unilab_rl.algorithms import update_metric_names
 from unilab_rl.networks.flash import UnitBatchNorm, UnitLinear, UnitRMSNorm
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 ALGOS = ["flashsac", "fastsac"]
 

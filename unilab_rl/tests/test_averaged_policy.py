@@ -8,7 +8,8 @@ import torch
 from fake_env import PointMassEnv
 from helpers import tiny_agent
 from unilab_rl.algorithms import build_config
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 ALGOS = ["flashsac", "fastsac"]
 TAU = 0.25

@@ -10,7 +10,8 @@ from unilab_rl.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import LearnerDiverged, OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 from unilab_rl.snapshot_names import snapshot_name
 
 

@@ -112,7 +112,7 @@ def test_data_parallel_ranks_keep_the_cuda_graph_setting_they_are_given(tmp_path
 def test_an_env_prefix_reaches_an_env_setting_that_an_algorithm_field_shadows():
     from unilab_rl.algorithms import lookup
     from unilab_rl.cli.overrides import split_overrides
-    from unilab_rl.runner import RunnerConfig
+    from unilab_rl.runner_config import RunnerConfig
 
     split = split_overrides(["env.cuda_graph=true", "cuda_graph=false", "env.rewards.velocity.weights.alive=2"],
                             lookup("fastsac").config_class, RunnerConfig)

@@ -33,7 +33,7 @@ from unilab_rl.cli import gpu_walk as gpu_walk_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli import train_args, train_plan
-from unilab_rl.runner import RunnerConfig
+from unilab_rl.runner_config import RunnerConfig
 
 from unilab import list_tasks
 

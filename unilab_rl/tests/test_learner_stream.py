@@ -14,7 +14,8 @@ from fake_env import PointMassEnv
 from helpers import RecordingStream, tiny_agent
 from unilab_rl.learner_stream import LearnerStream
 from unilab_rl.replay import ReplayBuffer
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 
 class RecordingAgent:

@@ -9,7 +9,8 @@ import torch
 from fake_env import PointMassEnv
 from helpers import tiny_agent
 from unilab_rl.cli.play import run_episodes
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 DO_NOTHING_RETURN = 10.1
 # 2 updates each. FastSAC at 600 ended at 12.1-17.0 over seeds 0-5 once an env step's batches

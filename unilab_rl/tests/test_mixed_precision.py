@@ -7,7 +7,8 @@ import unilab_rl.fastsac
 import unilab_rl.flashsac
 import unilab_rl.networks.flash as flash
 from helpers import tiny_agent
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 
 @pytest.mark.parametrize("module", [unilab_rl.flashsac, unilab_rl.fastsac], ids=["flashsac", "fastsac"])

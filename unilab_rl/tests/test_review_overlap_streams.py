@@ -10,7 +10,8 @@ import weakref
 import torch
 from fake_env import PointMassEnv
 from helpers import RecordingStream, tiny_agent
-from unilab_rl.runner import LOSS_METRIC_PREFIX, OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import LOSS_METRIC_PREFIX, OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 
 class GraphLikeAgent:

@@ -7,7 +7,8 @@ from helpers import TINY
 from unilab_rl.algorithms import build_agent, build_config
 from unilab_rl.checkpoint import ENV_STATE_KEY, CheckpointError, load_checkpoint
 from unilab_rl.contract import EnvSpec
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 unilab = pytest.importorskip("unilab")
 

@@ -11,7 +11,8 @@ from fake_env import PointMassEnv
 from helpers import tiny_agent
 from unilab_rl.cli.play import run_episodes
 from unilab_rl.contract import ContractViolation, EnvSpec, ReplayBatch
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 from unilab_rl.symmetry import mirrored_batch
 
 DO_NOTHING_RETURN = 10.1  # test_learning.py: a uniform-random policy returns ~7.3

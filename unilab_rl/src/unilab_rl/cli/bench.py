@@ -34,7 +34,8 @@ from unilab_rl.cli.run_record import git_commit
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
 from unilab_rl.presets import PRESETS, lookup_preset
-from unilab_rl.runner import OffPolicyRunner, RunIdentity, RunnerConfig
+from unilab_rl.runner import OffPolicyRunner, RunIdentity
+from unilab_rl.runner_config import RunnerConfig
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from unilab_rl.algorithms import ALGORITHMS
 from unilab_rl.presets import PRESETS, lookup_preset
-from unilab_rl.runner import RunnerConfig
+from unilab_rl.runner_config import RunnerConfig
 
 DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64, "seed": 0}
 DEFAULT_STEPS = 1_000_000  # the budget when neither --steps nor --minutes (nor a preset or record) gives one

@@ -22,7 +22,7 @@ from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir
 from unilab_rl.cli.run_record import apply_run_record, load_run_record
 from unilab_rl.cli.train_args import UsageError, apply_preset
 from unilab_rl.goals import Goal, GoalError
-from unilab_rl.runner import RunnerConfig
+from unilab_rl.runner_config import RunnerConfig
 
 SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their index
 # A resumed run takes these from its checkpoint unless the command line gives them.
