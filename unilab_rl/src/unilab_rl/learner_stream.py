@@ -17,8 +17,8 @@ them). Everything the two streams share keeps a fixed order:
   (``ReplayBuffer.sample(exclude_next_write=True)``);
 - whatever reads the learner's results on the host (loss sums, checkpoints) joins first.
 
-Both streams compete for the GPU's multiprocessors: an update's kernels fill the whole GPU,
-so the two streams mostly take turns rather than run side by side. With a negative
+Both streams compete for the GPU's multiprocessors; profiled at 4096 envs, they mostly took
+turns rather than ran side by side. With a negative
 ``env_priority`` the collection (env step, replay insert, acting) runs on a stream of that
 higher priority, and where kernels of both wait for a multiprocessor the env's go first: the
 env step is a chain of small kernels, each waiting on the one before, that the next
