@@ -50,7 +50,7 @@ def test_the_run_record_holds_the_resolved_configuration_and_provenance(tmp_path
     assert record["algo_config"] == json.loads(json.dumps(trained))  # every field, as validated
     assert record["runner_config"] == {"log_every": 4, "checkpoint_every": 1000, "timing_sample_every": 3,
                                        "snapshot_at_s": [], "snapshot_at_steps": [],
-                                       "overlap_learning": False}
+                                       "overlap_learning": False, "env_stream_priority": -5}
     assert record["env_overrides"] == {"max_episode_length": "10"}
     assert record["goals"] == ["collector/episode_return>-100"]
     assert record["versions"]["torch"] and "unilab-rl" in record["versions"]
