@@ -44,6 +44,27 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     assert dispatch["host_syncs_per_collector_step"] >= 1  # the fake env reads its return sum on the host
 
 
+def test_bench_prints_learning_beside_collection_per_env_priority(tmp_path, capsys, monkeypatch):
+    """On CUDA the overlapped mode is timed per priority; the host has no streams, so the record a
+    CPU run writes is given the overlapped figures a GPU run adds, and main prints them."""
+    record_path = tmp_path / "bench.json"
+    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items() if k != "learning_starts"]
+    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.1",
+            "--samples", "1", "--json", str(record_path), *tokens]
+    assert bench_cli.main(argv, factory=fake_factory) == 0
+    record = json.loads(record_path.read_text())
+    stats = {"0": {"min": 90.0, "median": 100.0, "max": 110.0}, "-5": {"min": 95.0, "median": 104.0, "max": 120.0}}
+    record.update({"env_steps_per_s_with_learning_overlapped": stats["0"], "overlapped_learning_cost_ratio": 0.5,
+                   "env_steps_per_s_with_learning_overlapped_by_env_priority": stats})
+    record["of_env_alone"]["with_learning_overlapped"] = record["of_env_alone"]["with_learning"]
+    record["of_env_alone_replaying_actions"]["with_learning_overlapped"] = record["of_env_alone"]["with_learning"]
+    monkeypatch.setattr(bench_cli, "bench_collector", lambda args, factory: record)
+    capsys.readouterr()
+    assert bench_cli.main(argv, factory=fake_factory) == 0
+    printed = capsys.readouterr().out
+    assert "beside collection by env stream priority (median env-steps/s): 0: 100, -5: 104" in printed
+
+
 @pytest.mark.parametrize("value", ["1", "0,x", ","])
 def test_bench_refuses_env_priorities_that_are_not_integers_at_most_0(value, capsys):
     built = []

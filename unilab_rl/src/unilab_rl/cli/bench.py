@@ -320,6 +320,10 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     print(f"with/without learning (median): {record['learning_cost_ratio']:.3f}")
     if record["overlapped_learning_cost_ratio"] is not None:
         print(f"with learning beside collection / without (median): {record['overlapped_learning_cost_ratio']:.3f}")
+        by_priority = record["env_steps_per_s_with_learning_overlapped_by_env_priority"]
+        if len(by_priority) > 1:
+            print("beside collection by env stream priority (median env-steps/s): " + ", ".join(
+                f"{priority}: {stats['median']:.0f}" for priority, stats in by_priority.items()))
     print("dispatch per collector step: " + ", ".join(
         f"{k} {v:.1f}" for k, v in record["dispatch_per_collector_step"].items()))
     print("phases (ms per env step, learning): " + " ".join(
