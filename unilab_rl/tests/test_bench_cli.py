@@ -11,11 +11,16 @@ from test_cli import TINY_TOKENS, fake_factory
 from unilab_rl.cli import bench as bench_cli
 
 
+def collector_argv(record_path, seconds: float, samples: int) -> list[str]:
+    """The collector benchmark on the fake env with a tiny FlashSAC learning from the first step."""
+    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items() if k != "learning_starts"]
+    return ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", str(seconds),
+            "--samples", str(samples), "--json", str(record_path), *tokens]
+
+
 def test_bench_reports_both_modes(tmp_path, capsys):
     record_path = tmp_path / "bench.json"
-    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items() if k != "learning_starts"]
-    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.2",
-            "--samples", "2", "--json", str(record_path), *tokens]
+    argv = collector_argv(record_path, seconds=0.2, samples=2)
     assert bench_cli.main(argv, factory=fake_factory) == 0
     record = json.loads(record_path.read_text())
     assert record["env_steps_per_s_no_learning"]["median"] > 0
@@ -48,9 +53,7 @@ def test_bench_prints_learning_beside_collection_per_env_priority(tmp_path, caps
     """On CUDA the overlapped mode is timed per priority; the host has no streams, so the record a
     CPU run writes is given the overlapped figures a GPU run adds, and main prints them."""
     record_path = tmp_path / "bench.json"
-    tokens = [f"{k}={v}" for k, v in TINY["flashsac"].items() if k != "learning_starts"]
-    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--num-envs", "8", "--seconds", "0.1",
-            "--samples", "1", "--json", str(record_path), *tokens]
+    argv = collector_argv(record_path, seconds=0.1, samples=1)
     assert bench_cli.main(argv, factory=fake_factory) == 0
     record = json.loads(record_path.read_text())
     stats = {"0": {"min": 90.0, "median": 100.0, "max": 110.0}, "-5": {"min": 95.0, "median": 104.0, "max": 120.0}}
