@@ -115,7 +115,7 @@ def test_the_env_stream_gets_the_configured_priority(monkeypatch):
 
 def test_overlap_on_the_host_is_refused_with_the_setting_named():
     with pytest.raises(ValueError, match="overlap_learning=true needs a CUDA device"):
-        LearnerStream(torch.device("cpu"))
+        LearnerStream(torch.device("cpu"), env_priority=-5)
     env, config, agent = tiny_agent("fastsac")
     with pytest.raises(ValueError, match="overlap_learning"):
         OffPolicyRunner(env, agent, config, RunIdentity("point_mass", "fake", "fastsac", 0), None,

@@ -35,7 +35,7 @@ import torch
 
 
 class LearnerStream:
-    def __init__(self, device: torch.device, env_priority: int = 0) -> None:
+    def __init__(self, device: torch.device, env_priority: int) -> None:
         if device.type != "cuda":
             raise ValueError(f"overlap_learning=true needs a CUDA device, got {device}: on the host the env "
                              "and the learner share the same cores, so there is nothing to overlap; "
