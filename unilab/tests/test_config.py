@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from unilab.config import apply_overrides
+from unilab.config_overrides import apply_overrides
 from unilab.tasks.velocity.config.g1.flat import g1_walk_flat
 
 import unilab

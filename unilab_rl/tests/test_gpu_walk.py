@@ -134,7 +134,7 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
 def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(name, algo, tmp_path):
     # A preset's tokens are only checked when a run starts; a key one algorithm lacks, an env
     # key the task lacks or a bad value would otherwise surface on the GPU machine.
-    from unilab.config import parse_overrides
+    from unilab.config_overrides import parse_overrides
     from unilab.registry import task_config
     from unilab_rl.cli import train_plan
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from unisim.factory import check_backend_name
 
-from unilab.config import EnvCfg, apply_overrides
+from unilab.config import EnvCfg
+from unilab.config_overrides import apply_overrides
 
 _TASKS: dict[str, Callable[[], EnvCfg]] = {}
 _BUILTIN_MODULES = ("unilab.tasks.velocity.config.g1.flat", "unilab.tasks.tracking.config.g1.tracking")

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import torch
-from unilab.config import parse_overrides
+from unilab.config_overrides import parse_overrides
 from unilab.registry import make_manager_based_rl_env, task_config
 from unisim.factory import check_backend_name
 from unisim_bench.arguments import int_at_least

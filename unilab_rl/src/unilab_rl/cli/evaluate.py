@@ -158,7 +158,8 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
     push's interval, a reset's noise range) has nothing to act on there; it is dropped and the report lists it. So is one of
     the settings the protocol owns (``PROTOCOL_SETTINGS``). Overrides given here are not: a key
     that misses is an error, as for any env."""
-    from unilab.config import overrides_without_target, task_overrides
+    from unilab.config import task_overrides
+    from unilab.config_overrides import overrides_without_target
     from unilab.registry import task_config
 
     trained = task_overrides(trained)  # how the training env ran (CUDA graphs, checks) is decided here
