@@ -24,7 +24,7 @@ higher priority, and where kernels of both wait for a multiprocessor the env's g
 env step is a chain of small kernels, each waiting on the one before, that the next
 iteration waits on, while the updates' kernels can fill the gaps between them
 (docs/perf/collection-priority-h100-2026-12-05.md). Leaving the env SMs of its own instead, by
-putting the learner's stream in a CUDA green context of 96-120 of an H100's 132 SMs, was 1-2%
+putting the learner's stream in a CUDA green context of 96-120 of an H100's 132 SMs, was 0.7-2.4%
 slower (docs/perf/learner-experiments-h100-2026-12-05.md).
 """
 
