@@ -99,7 +99,7 @@ def assert_ranks_trained_identically(first: dict, second: dict) -> None:
 class RecordingStream:
     """The LearnerStream calls, logged instead of ordered on a GPU."""
 
-    def __init__(self, device: torch.device, log: list[str], env_priority: int = 0) -> None:
+    def __init__(self, device: torch.device, log: list[str], env_priority: int) -> None:
         self.log, self.env_priority = log, env_priority
         self.inside = False
 

@@ -18,14 +18,13 @@ them). Everything the two streams share keeps a fixed order:
 - whatever reads the learner's results on the host (loss sums, checkpoints) joins first.
 
 Both streams compete for the GPU's multiprocessors; profiled at 4096 envs, they mostly took
-turns rather than ran side by side. With a negative
-``env_priority`` the collection (env step, replay insert, acting) runs on a stream of that
-higher priority, and where kernels of both wait for a multiprocessor the env's go first: the
-env step is a chain of small kernels, each waiting on the one before, that the next
-iteration waits on, while the updates' kernels can fill the gaps between them
-(docs/perf/collection-priority-h100-2026-12-05.md). Leaving the env SMs of its own instead, by
-putting the learner's stream in a CUDA green context of 96-120 of an H100's 132 SMs, was 0.7-2.4%
-slower (docs/perf/learner-experiments-h100-2026-12-05.md).
+turns rather than ran side by side. With a negative ``env_priority`` the collection (env step,
+replay insert, acting) runs on a stream of that higher priority, and where kernels of both
+wait for a multiprocessor the env's go first: the env step is a chain of small kernels, each
+waiting on the one before, that the next iteration waits on, while the updates' kernels can
+fill the gaps between them (docs/perf/collection-priority-h100-2026-12-05.md). Leaving the env
+SMs of its own instead, by putting the learner's stream in a CUDA green context of 96-120 of
+an H100's 132 SMs, was 0.7-2.4% slower (docs/perf/learner-experiments-h100-2026-12-05.md).
 """
 
 from __future__ import annotations
