@@ -34,8 +34,24 @@ def test_the_sweep_runs_on_two_backends_and_reports_every_command(g1_checkpoint,
     assert [c["command"] for c in mujoco["cases"]] == [c["command"] for c in mjwarp["cases"]]
     assert len(mujoco["cases"]) == 17 and report["evaluation_options"]["seconds"] == "0.4"
     assert (out / "report.png").stat().st_size > 10_000
-    printed = capsys.readouterr().out
-    assert "mujoco: FAILED" in printed and "mjwarp: FAILED" in printed
+    # Each backend's own facts at the end: how many physics steps it took, whether it altered any
+    # world's physics, and (mjwarp) whether it stepped from its captured graph.
+    for backend in (mujoco, mjwarp):  # the commands run side by side: 0.4 s (settling included) of 50-Hz env steps
+        assert backend["simulator"]["altered_worlds"] == 0 and backend["simulator"]["physics_steps"] == 20 * 4
+    assert mjwarp["simulator"]["step_mode"] in ("cpu_graph", "eager")
+    printed = capsys.readouterr()
+    assert "mujoco: FAILED" in printed.out and "mjwarp: FAILED" in printed.out
+    assert "altered the physics" not in printed.err
+
+
+def test_an_evaluation_whose_simulator_altered_worlds_says_so_out_loud(g1_checkpoint, tmp_path, capsys, monkeypatch):
+    from unilab.env import ManagerBasedRlEnv
+
+    monkeypatch.setattr(ManagerBasedRlEnv, "simulator_diagnostics", lambda self: {"physics_steps": 1, "altered_worlds": 2})
+    out = tmp_path / "eval"
+    assert eval_cli.main(["--checkpoint", str(g1_checkpoint), "--out", str(out), "--no-plot", *QUICK]) == 1
+    assert json.loads((out / "report.json").read_text())["reports"]["mujoco"]["simulator"]["altered_worlds"] == 2
+    assert "unilab-eval: warning: the simulator altered the physics of 2 of 17 worlds" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("extra", "message"), [

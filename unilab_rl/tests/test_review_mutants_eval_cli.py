@@ -49,7 +49,8 @@ def _evaluate(monkeypatch, tmp_path, verdicts: dict[str, dict[str, list[bool]]])
     backends = list(next(iter(verdicts.values())))
     monkeypatch.setattr(eval_cli, "judged_checkpoints", lambda path, latest_actor: subjects)
     monkeypatch.setattr(eval_cli, "_judge", lambda subject, evaluation, backends, overrides, args: {
-        b: _sweep_report(verdicts[subject.path.name][b]) for b in backends})
+        b: {**_sweep_report(verdicts[subject.path.name][b]), "simulator": {"physics_steps": 1, "altered_worlds": 0}}
+        for b in backends})
     return eval_cli.main(["--checkpoint", str(tmp_path / "run"), "--backends", ",".join(backends),
                           "--out", str(tmp_path / "eval"), "--no-plot"])
 
@@ -108,6 +109,10 @@ def test_each_backend_is_judged_on_its_own_env_with_the_overrides_seed_and_devic
             self.task, self.kw, self.closed = task, kw, False
             built.append(self)
 
+        def simulator_diagnostics(self):
+            assert not self.closed, "read after close()"
+            return {"physics_steps": 1, "altered_worlds": 0, "built": len(built)}
+
         def close(self):
             self.closed = True
 
@@ -122,8 +127,10 @@ def test_each_backend_is_judged_on_its_own_env_with_the_overrides_seed_and_devic
     assert [(e.task, e.kw) for e in built] == [
         ("g1_walk_flat_play", {"backend": b, "num_envs": 6, "device": "cpu", "seed": 7,
                                "overrides": {"validate_actions": False, **overrides}}) for b in ("mujoco", "mjwarp")]
-    for env, backend in zip(built, ("mujoco", "mjwarp")):
-        assert reports[backend] == {"env": env, "policy": ("acting on", env)} and env.closed
+    for i, (env, backend) in enumerate(zip(built, ("mujoco", "mjwarp"))):
+        assert env.closed  # each report carries its own env's simulator facts, read before the close
+        assert reports[backend] == {"env": env, "policy": ("acting on", env),
+                                    "simulator": {"physics_steps": 1, "altered_worlds": 0, "built": i + 1}}
 
 
 # ---- an exported policy: what it acts on must be what it was exported for ---------------------

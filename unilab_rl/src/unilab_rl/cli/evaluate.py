@@ -49,6 +49,7 @@ from unilab_rl.cli.judged import Judged, judged_checkpoints, judged_exports
 from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
 from unilab_rl.cli.run_dir import check_writable
+from unilab_rl.cli.summary import warn_altered_physics
 from unilab_rl.export import ExportError
 
 EXIT_FAILED = 1
@@ -112,6 +113,8 @@ def evaluate(args: argparse.Namespace) -> int:
             print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}")
             for case in report["cases"]:
                 print("    " + evaluation.summary_line(case))
+            warn_altered_physics(report["simulator"], evaluation.num_envs(), "unilab-eval",
+                                 "report.json" if args.out is not None else "the report (--out)")
         over_time.append({"checkpoint": subject.path.name, "actor": subject.actor, "trained_wall_s": subject.wall_s,
                           "trained_env_steps": subject.env_steps,
                           **{backend: _over_time_cell(r) for backend, r in reports.items()}})
@@ -186,7 +189,10 @@ def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dic
                                         device=args.device, seed=args.seed,
                                         overrides={"validate_actions": False, **overrides})
         try:
-            reports[backend] = evaluation.run(env, subject.acting(env))
+            # With the simulator's own facts at the end (the backend's keys): whether it altered
+            # any world's physics, and how it stepped (a backend that could not capture its step
+            # graph steps eagerly and says why).
+            reports[backend] = {**evaluation.run(env, subject.acting(env)), "simulator": env.simulator_diagnostics()}
         finally:
             env.close()
     return reports

@@ -37,14 +37,15 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
     warn_altered_physics(simulator, args.num_envs)
 
 
-def warn_altered_physics(simulator: dict[str, Any], num_envs: int) -> None:
-    # Said out loud: a world whose contacts were dropped or that was restarted under the learner
-    # fed it transitions of a different physics, and summary.json alone is easy to miss.
+def warn_altered_physics(simulator: dict[str, Any], num_envs: int, prog: str = "unilab-train",
+                         details_in: str = "summary.json") -> None:
+    # Said out loud: a world whose contacts were dropped or that was restarted fed the learner
+    # (or an evaluation's verdict) steps of a different physics, and a JSON file alone is easy to miss.
     altered = simulator["altered_worlds"]
     if altered:
-        print(f"unilab-train: warning: the simulator altered the physics of {altered} of {num_envs} worlds "
+        print(f"{prog}: warning: the simulator altered the physics of {altered} of {num_envs} worlds "
               "on its own during the run (a full contact or constraint buffer, or an unstable state "
-              "restarted); summary.json's simulator entry has the details", file=sys.stderr)
+              f"restarted); {details_in}'s simulator entry has the details", file=sys.stderr)
 
 
 def print_summary(result: Any, tracker: GoalTracker) -> None:
