@@ -21,7 +21,8 @@ Trade-offs, decided here:
   after ``step`` is ordered without a sync.
 - On CUDA the graphs are CUDA graphs (feature GRAPH_CAPTURE). On the CPU warp also records
   and replays launch lists; we use that when it works and fall back to eager launches when
-  capture raises, and ``diagnostics()['step_mode']`` says which one runs.
+  capture raises (on either device), with a ``RuntimeWarning`` that says why, and
+  ``diagnostics()['step_mode']`` says which one runs.
 - Contact sensing (contract 1.3): the step graph ends with one pass over the last substep's
   live contacts (``warp_contacts``) that sums each requested body's forces into
   ``force_w``/``in_contact``: on the device, inside the captured graph, once per env step, and
