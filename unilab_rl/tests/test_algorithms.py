@@ -209,3 +209,31 @@ def test_flashsac_restarts_the_running_returns_it_loads_and_keeps_their_statisti
     assert torch.equal(loaded["running_return"], torch.zeros_like(saved["running_return"]))
     assert torch.equal(loaded["max_abs_return"], saved["max_abs_return"])
     assert torch.equal(loaded["return_stats.var"], saved["return_stats.var"])
+
+
+class _WallSink:
+    def __init__(self) -> None:
+        self.rows: list[tuple[float, float]] = []  # (wall_s, updates so far) at each log
+
+    def write(self, env_steps, wall_s, metrics) -> None:
+        self.rows.append((wall_s, metrics["progress/updates"]))
+
+    def close(self) -> None:
+        pass
+
+
+def test_training_says_when_its_first_updates_were_issued():
+    env, config, agent = tiny_agent("flashsac")
+    sink = _WallSink()
+    runner = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", "flashsac", 0), None, sink,
+                             runner_config=RunnerConfig(log_every=1))
+    result = runner.train(max_env_steps=16 * env.num_envs)
+    # Logged after every env step: the first updates were issued after the last log without
+    # updates and no later than the first log with them.
+    first = next(i for i, (_, updates) in enumerate(sink.rows) if updates > 0)
+    assert first > 0 and sink.rows[first - 1][0] < result.first_learning_s <= sink.rows[first][0]
+    # A session in which no update runs has none to report.
+    env, config, agent = tiny_agent("flashsac", learning_starts=400)
+    idle = OffPolicyRunner(env, agent, config, RunIdentity("fake", "none", "flashsac", 0), None)
+    result = idle.train(max_env_steps=4 * env.num_envs)
+    assert result.updates == 0 and result.first_learning_s is None

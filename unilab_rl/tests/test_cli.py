@@ -301,8 +301,10 @@ def test_a_run_reports_its_goals_on_the_metrics_it_logs(tmp_path, capsys):
                                              "env/fake_phase_ms": 1.0}
     assert summary["goals_met_at_end"] is False and summary["first_goals_met_wall_s"] is None  # 1.0 is not < 0.5
     assert summary["simulator"] == {"steps": summary["env_steps"] // 8, "altered_worlds": 0}  # 8 envs
+    assert 0 <= summary["first_learning_s"] <= summary["wall_s"]
     printed = capsys.readouterr()
     assert "not met at the end" in printed.out and "altered the physics" not in printed.err
+    assert "the first updates were issued" in printed.out
 
 
 def test_a_run_whose_simulator_altered_worlds_says_so_out_loud(tmp_path, capsys):

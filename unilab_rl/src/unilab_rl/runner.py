@@ -66,6 +66,10 @@ class TrainResult:
     interrupted: bool
     last_metrics: dict[str, float]
     checkpoint: Path | None
+    # Seconds into this session when the first env step that ran updates had been issued: the
+    # learner compiles and captures its graphs there, so on a machine with cold caches this is
+    # where a time budget goes before learning runs at speed. None: no update ran.
+    first_learning_s: float | None = None
 
 
 class OffPolicyRunner:
@@ -130,6 +134,7 @@ class OffPolicyRunner:
         interval_start, interval_steps = start, 0
         last_metrics: dict[str, float] = {}
         interrupted = False
+        updates_before, first_learning_s = self.updates, None
         while True:
             # A step budget runs out on the same iteration everywhere; time and Ctrl-C are
             # this process's own view, which data-parallel ranks must agree on first.
@@ -143,6 +148,8 @@ class OffPolicyRunner:
                 interrupted = self.stop_requested and not (steps_spent or time_spent)
                 break
             self.collect_and_learn()
+            if first_learning_s is None and self.updates != updates_before:  # host counters: no sync
+                first_learning_s = time.perf_counter() - start
             self.env_steps += self.spec.num_envs
             self.iterations += 1
             interval_steps += self.spec.num_envs
@@ -172,7 +179,8 @@ class OffPolicyRunner:
             self.save(checkpoint)
         self.elapsed_before_resume_s += time.perf_counter() - start
         self.session_started_at = None
-        return TrainResult(self.env_steps, self.updates, wall_s, interrupted, last_metrics, checkpoint)
+        return TrainResult(self.env_steps, self.updates, wall_s, interrupted, last_metrics, checkpoint,
+                           first_learning_s)
 
     # ---- learning -------------------------------------------------------------------------
     def set_overlap_learning(self, enabled: bool) -> None:
