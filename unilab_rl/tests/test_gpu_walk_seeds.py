@@ -46,7 +46,8 @@ def test_a_seed_that_cannot_start_gives_the_error_exit_code(tmp_path):
 
 def _judged(folder, rows):
     folder.mkdir(parents=True)
-    (folder / "summary.json").write_text(json.dumps({"env_steps": rows[-1][1], "median_env_steps_per_s_learning": 1.0}))
+    (folder / "summary.json").write_text(json.dumps({"env_steps": rows[-1][1], "median_env_steps_per_s_learning": 1.0,
+                                                     "first_learning_s": rows[-1][2] / 10}))
     over_time = {"checkpoints": [{"checkpoint": name, "trained_wall_s": 1.0, "trained_env_steps": steps,
                                   "mjwarp": {"passed": passed == 17, "cases_passed": passed, "cases": 17}}
                                  for name, steps, passed in rows]}
@@ -62,6 +63,7 @@ def test_the_table_counts_seeds_by_their_last_judged_checkpoint(tmp_path):
     table = seeds.seed_table(tmp_path, [0, 1, 2, 4], [0, 1, 0, 3])
     assert [[c["cases_passed"] for c in row["checkpoints"]] for row in table["seeds"]] == [[9, 17], [17, 16], [17], []]
     assert (table["judged"], table["passed_at_last_checkpoint"]) == (3, 2)
+    assert [row["first_learning_s"] for row in table["seeds"]] == [1.7, 1.6, 1.7, None]  # each seed's own
     lines = seeds.table_lines(table)
     assert lines[1] == "gpu_walk: seed 1 (exit 1): 15.0M env steps 17/17, 30.3M env steps 16/17"
     assert lines[3] == "gpu_walk: seed 4 (exit 3): not judged" and lines[-1].startswith("gpu_walk: 2 of 3 judged")

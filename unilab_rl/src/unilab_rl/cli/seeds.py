@@ -9,8 +9,9 @@ compared at equal env steps, which ``runner.snapshot_at_steps`` keeps.
 
 Each seed is its own process (``gpu_walk --seed K``) writing the usual layout under
 ``OUT/seed-K/`` with its output in ``OUT/seed-K/log.txt``; ``OUT/seeds.json`` then holds, per
-seed, its exit code, env steps, throughput and, when judged (``--eval``), each checkpoint's
-env steps and cases passed (and, for runs that kept an averaged policy, its latest actor's as
+seed, its exit code, env steps, throughput, when its first updates were issued
+(``first_learning_s``) and, when judged (``--eval``), each checkpoint's env steps and cases
+passed (and, for runs that kept an averaged policy, its latest actor's as
 ``checkpoints_latest_actor``).
 """
 
@@ -167,6 +168,8 @@ def seed_table(out: Path, seeds: list[int], codes: list[int]) -> dict[str, Any]:
         summary = _read(folder / "summary.json") or {}
         rows.append({"seed": seed, "exit_code": code, "env_steps": summary.get("env_steps"),
                      "env_steps_per_s_learning": summary.get("median_env_steps_per_s_learning"),
+                     # Seeds sharing one machine compile at once: this tells one whose compile ate its budget.
+                     "first_learning_s": summary.get("first_learning_s"),
                      "checkpoints": _judged_checkpoints(folder / "eval"),
                      "checkpoints_latest_actor": _judged_checkpoints(folder / "eval-latest-actor")})
     judged = [row for row in rows if row["checkpoints"]]
