@@ -67,8 +67,9 @@ class TrainResult:
     last_metrics: dict[str, float]
     checkpoint: Path | None
     # Seconds into this session when the first env step that ran updates had been issued: the
-    # learner compiles and captures its graphs there, so on a machine with cold caches this is
-    # where a time budget goes before learning runs at speed. None: no update ran.
+    # learner's first compiles run there (its graph captures in the next few steps), so on a
+    # machine with cold caches this is where a time budget goes before learning runs at speed.
+    # None: no update ran.
     first_learning_s: float | None = None
 
 

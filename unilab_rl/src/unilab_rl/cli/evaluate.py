@@ -106,6 +106,7 @@ def evaluate(args: argparse.Namespace) -> int:
     over_time = []
     for subject in subjects:
         reports = _judge(subject, evaluation, backends, overrides, args)
+        out = None if args.out is None else args.out if len(subjects) == 1 else args.out / subject.path.stem
         trained_s = "?" if subject.wall_s is None else f"{subject.wall_s:.0f}"
         print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.actor} actor, "
               f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
@@ -114,12 +115,11 @@ def evaluate(args: argparse.Namespace) -> int:
             for case in report["cases"]:
                 print("    " + evaluation.summary_line(case))
             warn_altered_physics(report["simulator"], evaluation.num_envs(), "unilab-eval",
-                                 "report.json" if args.out is not None else "the report (--out)")
+                                 str(out / "report.json") if out is not None else "the report (--out)")
         over_time.append({"checkpoint": subject.path.name, "actor": subject.actor, "trained_wall_s": subject.wall_s,
                           "trained_env_steps": subject.env_steps,
                           **{backend: _over_time_cell(r) for backend, r in reports.items()}})
-        if args.out is not None:
-            out = args.out if len(subjects) == 1 else args.out / subject.path.stem
+        if out is not None:
             write_json_atomic(out / "report.json", {
                 subject.kind: str(subject.path), "task": subject.task, "evaluated_on": evaluation.task,
                 "algo": subject.algo, "actor": subject.actor, "trained_env_steps": subject.env_steps,

@@ -18,8 +18,8 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
-               # Training seconds until the first updates were issued (the learner's compiles and
-               # graph captures run there: a few seconds with warm caches, more on a fresh machine).
+               # Training seconds until the first updates were issued: the learner's first compiles
+               # run there (its graph captures in the next few steps).
                "first_learning_s": None if result.first_learning_s is None else round(result.first_learning_s, 1),
                "startup_s": round(startup_s, 1),  # arguments parsed (imports done) to the first training step
                # Its parts: building the env (the simulator's model, kernels and graphs too), the
@@ -57,7 +57,7 @@ def print_summary(result: Any, tracker: GoalTracker) -> None:
     print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
     if result.first_learning_s is not None:
         print(f"unilab-train: the first updates were issued {result.first_learning_s:.1f} s into training "
-              "(the learner compiles and captures its graphs there)")
+              "(the learner's first compiles run there)")
     if tracker.goals:
         when = tracker.first_met_wall_s
         print(f"unilab-train: goals {', '.join(map(str, tracker.goals))}: "

@@ -350,7 +350,7 @@ class MjWarpBackend(SimBackend):
         except Exception as exc:  # noqa: BLE001 - any capture failure means: run eagerly, say so
             self._eager_reason = f"graph capture failed on {self._wp_device}: {type(exc).__name__}: {exc}"
             # Out loud as well as in diagnostics(): the physics is the same, the step is slower.
-            warnings.warn(f"mjwarp: {self._eager_reason}; stepping eagerly instead", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"mjwarp: {self._eager_reason}; stepping eagerly instead", RuntimeWarning)
             return None
         if self._cuda:
             wp.synchronize_device(self._wp_device)
