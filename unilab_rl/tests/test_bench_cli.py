@@ -68,7 +68,7 @@ def test_bench_prints_learning_beside_collection_per_env_priority(tmp_path, caps
     assert "beside collection by env stream priority (median env-steps/s): 0: 100, -5: 104" in printed
 
 
-@pytest.mark.parametrize("value", ["1", "0,x", ","])
+@pytest.mark.parametrize("value", ["1", "0,x", ",", "0,0", "-5,0,-5"])
 def test_bench_refuses_env_priorities_that_are_not_integers_at_most_0(value, capsys):
     built = []
     with pytest.raises(SystemExit) as exit_info:

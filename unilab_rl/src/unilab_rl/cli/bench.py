@@ -78,9 +78,10 @@ def _priorities(text: str) -> list[int]:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         values = []
-    if not values or any(v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers <= 0 (lower is a higher priority), "
-                                         f"got {text!r}")
+    # Distinct: each priority's samples go to one list, so a repeat would be timed twice a round into it.
+    if not values or any(v > 0 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct comma-separated integers <= 0 (lower is a higher "
+                                         f"priority), got {text!r}")
     return values
 
 
@@ -216,6 +217,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
                 for priority in priorities:
                     by_priority[priority].append(overlapped_rate(priority, args.seconds))
         learn_overlapped = by_priority[priorities[0]]
+        runner.config.env_stream_priority = priorities[0]  # the headline's, not the last one timed
         # Phase breakdown in a separate sample, learning after each step so that the phases run
         # one after another and add up to the step (beside collection they overlap).
         runner.timer.sample_every = 1
