@@ -194,8 +194,8 @@ class FlashCriticEnsemble(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         # Each member normalizes its own (expanded, not copied) view of the input. One shared
-        # (1, B, F) copy would compute the batch statistics once: 0.97x the update on an H100, yet
-        # no faster beside collection and rounded differently on CUDA
+        # (1, B, F) copy would compute the batch statistics once: an update 0.97x as long on an
+        # H100, yet no faster beside collection, and rounded differently on CUDA
         # (docs/perf/critic-input-once-h100-2026-12-05.md).
         x = torch.cat([obs, action], dim=-1).unsqueeze(0).expand(self.ensemble, -1, -1)
         return self.head(self.trunk(x))
