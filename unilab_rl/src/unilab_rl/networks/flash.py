@@ -78,9 +78,9 @@ class UnitBatchNorm(nn.Module):
             # Written out: torch.var over the middle axis is ~5x slower on CPU. One
             # torch.var_mean pass made a GPU update 0.90x as long, but the walking entry
             # trained with it failed the velocity sweep on 3 of 3 seeds (H100), where this
-            # form passed in 11 of 13 runs (9 of 10 on H200s) and beat it on the same seeds and
-            # GPU model (docs/perf/learner-experiments-h100-2026-12-05.md,
-            # flashsac-3-updates-h100-2026-12-05.md).
+            # form passed on the same seeds and GPU model 17, 16 and 17 against 14, 13 and 16
+            # (docs/perf/learner-experiments-h100-2026-12-05.md,
+            # flashsac-walk-seeds-h100-2026-12-05.md gathers every run of this form).
             var = (x - mean).square().mean(dim=1, keepdim=True)
             with torch.no_grad():
                 self.running_mean.lerp_(mean, self.momentum)
