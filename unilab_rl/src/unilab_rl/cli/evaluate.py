@@ -106,7 +106,9 @@ def evaluate(args: argparse.Namespace) -> int:
     over_time = []
     for subject in subjects:
         reports = _judge(subject, evaluation, backends, overrides, args)
-        out = None if args.out is None else args.out if len(subjects) == 1 else args.out / subject.path.stem
+        out = args.out  # one report folder per checkpoint when several are judged
+        if out is not None and len(subjects) > 1:
+            out = out / subject.path.stem
         trained_s = "?" if subject.wall_s is None else f"{subject.wall_s:.0f}"
         print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.actor} actor, "
               f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
