@@ -105,8 +105,8 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # FlashSAC's own 0.01). On H100s, with compiled losses and learning beside collection, 3-minute
 # runs passed all 17 sweep commands on 6 of seeds 0-7 (seed 0: 14, seed 3: 16; 40.9-42.3M env
 # steps, 29.9-30.9k updates). 4 updates passed all 17 on 3 of seeds 0-6 (the others 15-16,
-# three of them short of the 0.5 rad/s turn in place; 36.1-37.8M env steps) and kept 0.51-0.52x
-# of the env alone beside collection, against 0.597-0.598x at 3. On an H200, 4 updates passed
+# three of them short of the 0.5 rad/s turn in place; 36.1-37.8M env steps) and kept 0.51x of
+# the env alone beside collection, against 0.597-0.598x at 3. On an H200, 4 updates passed
 # all 17 in 9 of 10 runs (3 have not been run there); with the default target 15-17 in six runs
 # (one all 17).
 # 2 updates with the faster target passed all 17 on 3 of seeds 0-4 (0.68x beside collection);
