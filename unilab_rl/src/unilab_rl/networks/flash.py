@@ -80,7 +80,7 @@ class UnitBatchNorm(nn.Module):
             # trained with it failed the velocity sweep on 3 of 3 seeds (H100), where this
             # form passed on the same seeds and GPU model 17, 16 and 17 against 14, 13 and 16
             # (docs/perf/learner-experiments-h100-2026-12-05.md,
-            # flashsac-walk-seeds-h100-2026-12-05.md gathers every run of this form).
+            # flashsac-walk-seeds-h100-2026-12-05.md tables this form's runs at both paces).
             var = (x - mean).square().mean(dim=1, keepdim=True)
             with torch.no_grad():
                 self.running_mean.lerp_(mean, self.momentum)
