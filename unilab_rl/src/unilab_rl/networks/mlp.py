@@ -96,16 +96,16 @@ class CategoricalCriticEnsemble(nn.Module):
         last = len(self.weights) - 1
         # The bias is added after the matmul, not passed to torch.baddbmm: baddbmm first copies
         # the broadcast bias into its whole (E, B, out) output, a copy kernel per layer, where
-        # torch.compile fuses a separate add into the LayerNorm (or slice) that follows. On an
-        # H100 a graphed update took 0.98x as long
+        # torch.compile fuses a separate add into the LayerNorm that follows (at the output, into
+        # the slice that drops the padded atoms). On an H100 a graphed update took 0.98x as long
         # (docs/perf/fastsac-bias-after-bmm-h100-2026-12-05.md).
         for i in range(1, last):
             x = torch.bmm(x, self.weights[i].transpose(1, 2)) + self.biases[i].unsqueeze(1)
             x = self._norm_silu(x, i, member_axis=0)
         atoms = self.weights[last].shape[1]
         weight = zero_pad_to_gemm_multiple(self.weights[last], 1)
-        bias = zero_pad_to_gemm_multiple(self.biases[last], 1)
-        return (torch.bmm(x, weight.transpose(1, 2)) + bias.unsqueeze(1))[..., :atoms]
+        # The padded atoms are cut before the bias is added, so the bias needs no padding.
+        return torch.bmm(x, weight.transpose(1, 2))[..., :atoms] + self.biases[last].unsqueeze(1)
 
     def _norm_silu(self, x: torch.Tensor, i: int, member_axis: int = 1) -> torch.Tensor:
         """LayerNorm with each member's own scale and shift, then SiLU; ``x`` holds the members
