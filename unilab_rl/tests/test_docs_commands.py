@@ -2,15 +2,14 @@
 
 The command lines (``unilab-train``, ``unilab-play``, ``unilab-eval``, ``unilab-export``,
 ``python -m unilab_rl.cli.gpu_walk``) in README.md, docs/training.md, docs/tasks.md and
-docs/results.md are extracted from their code blocks and inline code, and each must parse with its tool's
-argument parser; a training command's overrides must also pass the same checks unilab-train
-makes before building anything (algorithm and runner configs validated, env overrides
-resolved against the real task config). Every inline ``key=value`` override shown in prose
-is checked the same way, on the task the sentence names (``... on g1_walk_flat_unfused``),
-else g1_walk_flat. These checks build no env; one test also runs README's CPU quick-start
-chain for real (train, play with video, export, eval of the checkpoint and of the exported file,
---config) with tiny budgets on mujoco
-(about 15 s).
+docs/results.md are extracted from their code blocks and inline code, and each must parse with
+its tool's argument parser; a training command's overrides must also pass the same checks
+unilab-train makes before building anything (algorithm and runner configs validated, env
+overrides resolved against the real task config). Every inline ``key=value`` override shown in
+prose is checked the same way, on the task the sentence names (``... on g1_walk_flat_unfused``),
+else g1_walk_flat. These checks build no env; one test also runs README's CPU quick-start chain
+for real (train, play with video, export, eval of the checkpoint and of the exported file,
+--config) with tiny budgets on mujoco (about 15 s).
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from unilab_rl.runner_config import RunnerConfig
 from unilab import list_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *(ROOT / "docs" / f"{name}.md" for name in ("training", "tasks", "results"))]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "training.md", ROOT / "docs" / "tasks.md", ROOT / "docs" / "results.md"]
 TOOLS = ("unilab-train", "unilab-play", "unilab-eval", "unilab-export", "python -m unilab_rl.cli.gpu_walk")
 # Inline spans that look like key=value but are Python keyword arguments named in prose.
 PYTHON_KWARGS = {"capturable", "weights_only", "init_at_random_ep_len", "deterministic", "allow_pickle"}
