@@ -42,6 +42,8 @@ def test_the_sweep_runs_on_two_backends_and_reports_every_command(g1_checkpoint,
     assert (mjwarp["simulator"]["step_mode"] == "eager") == (mjwarp["simulator"]["eager_reason"] is not None)
     printed = capsys.readouterr()
     assert "mujoco: FAILED" in printed.out and "mjwarp: FAILED" in printed.out
+    # The sweep's line over all commands: its signed yaw-rate offset, as the report has it.
+    assert f"mujoco: FAILED; yaw-rate offset {mujoco['yaw_rate_offset']:+.3f} rad/s" in printed.out
     assert "altered the physics" not in printed.err
 
 

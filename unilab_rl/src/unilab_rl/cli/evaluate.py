@@ -113,7 +113,7 @@ def evaluate(args: argparse.Namespace) -> int:
         print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.actor} actor, "
               f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
         for backend, report in reports.items():
-            print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}")
+            print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}; {evaluation.report_line(report)}")
             for case in report["cases"]:
                 print("    " + evaluation.summary_line(case))
             warn_altered_physics(report["simulator"], evaluation.num_envs(), "unilab-eval",
