@@ -33,8 +33,8 @@ def test_runner_contract_shapes_and_types(make_env):
     metrics = env.flush_metrics()
     assert all(isinstance(v, float) for v in metrics.values())
     assert set(metrics) >= set(env.metric_names)  # what the terms declared, by name
-    assert {"episodes", "metrics/twist/lin_vel_error", "metrics/twist/ang_vel_error", "reward/track_lin_vel",
-            "termination/fell_over"} <= set(env.metric_names)
+    assert {"episodes", "metrics/twist/lin_vel_error", "metrics/twist/ang_vel_error", "metrics/twist/ang_vel_offset",
+            "reward/track_lin_vel", "termination/fell_over"} <= set(env.metric_names)
 
 
 @pytest.mark.parametrize("bad", [

@@ -488,15 +488,16 @@ def test_the_heading_controller_wraps_the_error_and_clips_to_the_current_yaw_ran
 
 
 def test_the_metrics_compare_the_command_with_the_body_frame_twist():
-    # (mutants: the world-frame linear velocity; an L1 norm). A base turned 90 degrees: its world
-    # velocity is its body velocity rotated.
+    # (mutants: the world-frame linear velocity; an L1 norm; the yaw offset unsigned or of the
+    # opposite sign). A base turned 90 degrees: its world velocity is its body velocity rotated.
     env = _env(2, root_lin_vel_b=torch.tensor([[0.2, 0.1, 9.0], [0.5, 0.5, 0.0]]),
                root_lin_vel_w=torch.tensor([[-0.1, 0.2, 9.0], [-0.5, 0.5, 0.0]]),
-               root_ang_vel_b=torch.tensor([[5.0, 5.0, 0.3], [0.0, 0.0, 0.0]]))
+               root_ang_vel_b=torch.tensor([[5.0, 5.0, 0.3], [0.0, 0.0, -0.1]]))
     twist = _twist(env=env)
     twist.hold(torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]]))
-    # errors (0.3, 0.4, -0.3) and (0, 0, 0): planar norms 0.5 and 0, yaw 0.3 and 0
-    torch.testing.assert_close(twist.metrics(), torch.tensor([0.25, 0.15]))
+    # achieved - commanded: (-0.3, -0.4, +0.3) and (0, 0, -0.1): planar norms 0.5 and 0, yaw
+    # errors 0.3 and 0.1, yaw offsets +0.3 (left of the command) and -0.1
+    torch.testing.assert_close(twist.metrics(), torch.tensor([0.25, 0.2, 0.1]))
 
 
 def test_a_reset_gives_the_done_rows_a_new_command_and_keeps_the_others():
