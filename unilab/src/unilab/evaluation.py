@@ -23,9 +23,10 @@ Policy = Callable[[dict[str, torch.Tensor]], torch.Tensor]
 class TaskEvaluation(Protocol):
     """``task``: the owner the protocol runs on (a play variant: no noise, pushes or
     curriculum). ``num_envs()``: the env count ``run`` expects. ``run(env, policy)``: a
-    JSON-able report with at least ``passed`` (bool) and ``cases`` (list of dicts).
-    ``summary_line(case)``: one human-readable line of a case; ``report_line(report)``: one of
-    the whole report (what the cases add up to). ``plot(reports, path)``:
+    JSON-able report with at least ``passed`` (bool) and ``cases`` (list of dicts), and
+    ``overall`` (name -> number: what the cases add up to) where the protocol has such figures;
+    ``unilab-eval`` prints them beside the verdict.
+    ``summary_line(case)``: one human-readable line of a case. ``plot(reports, path)``:
     a PNG of reports keyed by a label (e.g. the backend). ``with_options(options)``: the same
     protocol with some of its parameters changed (validated; unknown names are refused).
     ``fitted(env_cfg)``: the protocol for the env config it will run on (``task`` with a run's
@@ -43,8 +44,6 @@ class TaskEvaluation(Protocol):
     def run(self, env: Any, policy: Policy) -> dict[str, Any]: ...
 
     def summary_line(self, case: dict[str, Any]) -> str: ...
-
-    def report_line(self, report: dict[str, Any]) -> str: ...
 
     def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None: ...
 

@@ -113,7 +113,7 @@ def evaluate(args: argparse.Namespace) -> int:
         print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.actor} actor, "
               f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
         for backend, report in reports.items():
-            print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}; {evaluation.report_line(report)}")
+            print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}{_overall_figures(report)}")
             for case in report["cases"]:
                 print("    " + evaluation.summary_line(case))
             warn_altered_physics(report["simulator"], evaluation.num_envs(), "unilab-eval",
@@ -135,7 +135,7 @@ def evaluate(args: argparse.Namespace) -> int:
         print("unilab-eval: over training time")
         for row in over_time:
             cells = "  ".join(f"{b}: {row[b]['cases_passed']}/{row[b]['cases']} passed"
-                              + "".join(f" {k} {v:.4g}" for k, v in row[b].get("overall", {}).items()) for b in backends)
+                              + _overall_figures(row[b]) for b in backends)
             trained_s = "?" if row["trained_wall_s"] is None else f"{row['trained_wall_s']:.0f}"
             print(f"  {row['checkpoint']:24s} {trained_s:>7s} s {row['trained_env_steps']:>12d} env steps  "
                   f"{cells}")
@@ -144,6 +144,11 @@ def evaluate(args: argparse.Namespace) -> int:
                                                         "seed": args.seed, "checkpoints": over_time})
     last = over_time[-1]
     return 0 if all(last[b]["passed"] for b in backends) else EXIT_FAILED
+
+
+def _overall_figures(report: dict[str, Any]) -> str:
+    """A report's (or an over-time cell's) ``overall`` figures as " name value" pairs."""
+    return "".join(f" {k} {v:.4g}" for k, v in report.get("overall", {}).items())
 
 
 def _over_time_cell(report: dict[str, Any]) -> dict[str, Any]:

@@ -155,11 +155,6 @@ class MotionEvaluation:
                 f"by quarter {'/'.join('-' if q is None else f'{q:.0f}' for q in case['mpkpe_mm_by_quarter'])} mm "
                 f"{'pass' if case['passed'] else 'FAIL'}")
 
-    def report_line(self, report: dict[str, Any]) -> str:
-        overall = report["overall"]
-        return (f"over the clips: success {overall['success_rate']:.1%}, MPKPE {overall['mpkpe_mm']:.1f} mm, "
-                f"root-rel {overall['root_relative_mpkpe_mm']:.1f} mm")
-
     def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
         """Success rate and MPKPE per clip, one bar group per label."""
         import matplotlib

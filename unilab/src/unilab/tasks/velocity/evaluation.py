@@ -18,10 +18,10 @@ deterministic policy. Per command it reports:
 - ``passed``: ``lin_vel_error <= max_lin_vel_error``, ``ang_vel_error <= max_ang_vel_error``
   and ``fall_rate < max_fall_rate``.
 
-The report passes when every command passes. Over the whole sweep it also reports
+The report passes when every command passes. Its ``overall`` figure, a diagnostic, is
 ``yaw_rate_offset``: the achieved minus the commanded yaw rate (+ is left), averaged over the
-commands with an env still up, a diagnostic: a policy that turns one way whatever it is asked
-shows a large one, where its per-command misses look like unrelated yaw errors. Every command must lie inside the training
+commands with an env still up (absent when every env fell). A policy that turns one way whatever
+it is asked shows a large one, where its per-command misses look like unrelated yaw errors. Every command must lie inside the training
 range (the ranges the command ends its curriculum with), checked when the sweep is built. An
 env whose episodes time out within the sweep is refused: a timed-out row is reset and its
 restarted state would be measured as a row still up (only a termination counts as a fall).
@@ -170,7 +170,7 @@ class VelocitySweep:
             "criteria": {"max_lin_vel_error": cfg.max_lin_vel_error, "max_ang_vel_error": cfg.max_ang_vel_error,
                          "max_fall_rate": cfg.max_fall_rate},
             "passed": all(case["passed"] for case in cases),
-            "yaw_rate_offset": sum(offsets) / len(offsets) if offsets else None,
+            "overall": {"yaw_rate_offset": sum(offsets) / len(offsets)} if offsets else {},
             "cases": cases,
         }
 
@@ -181,12 +181,6 @@ class VelocitySweep:
         return (f"{cmd:22s} achieved {achieved:22s} lin err {fmt(case['lin_vel_error'])} "
                 f"yaw err {fmt(case['ang_vel_error'])} falls {case['fall_rate']:5.1%} "
                 f"{'pass' if case['passed'] else 'FAIL'}")
-
-    def report_line(self, report: dict[str, Any]) -> str:
-        offset = report["yaw_rate_offset"]
-        if offset is None:
-            return "yaw-rate offset n/a (every env fell)"
-        return f"yaw-rate offset {offset:+.3f} rad/s over the commands (+: left of the command)"
 
     def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
         """Achieved vs commanded vx, vy and yaw rate, one marker per command and label."""
