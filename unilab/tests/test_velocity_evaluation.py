@@ -71,14 +71,14 @@ def test_a_case_passes_on_its_mean_velocity_and_fails_on_falls_or_error():
     assert not third["passed"] and third["ang_vel_error"] == pytest.approx(0.45, abs=1e-6)
     assert report["passed"] is False
     # Signed, over the three commands: 0, 0 and 0.55 - 1.0 (turning right of the command).
-    assert report["overall"]["yaw_rate_offset"] == pytest.approx(-0.45 / 3, abs=1e-6)
+    assert report["overall"]["ang_vel_offset"] == pytest.approx(-0.45 / 3, abs=1e-6)
 
 
-def test_the_yaw_rate_offset_skips_commands_whose_envs_all_fell():
+def test_the_ang_vel_offset_skips_commands_whose_envs_all_fell():
     sweep = _sweep(commands=[(0.0, 0.0, 0.5), (0.0, 0.0, -0.5)], envs_per_command=1)
     commands = torch.tensor([[0.0, 0.0, 0.5], [0.0, 0.0, -0.5]])
     mean_twist = torch.tensor([[0.0, 0.0, 0.8], [0.0, 0.0, 0.0]])  # left of the command by 0.3
     report = sweep._report(commands, torch.tensor([False, True]), mean_twist, torch.zeros(2), torch.zeros(2), 3.0)
-    assert report["overall"] == {"yaw_rate_offset": pytest.approx(0.3, abs=1e-6)}
+    assert report["overall"] == {"ang_vel_offset": pytest.approx(0.3, abs=1e-6)}
     report = sweep._report(commands, torch.tensor([True, True]), mean_twist, torch.zeros(2), torch.zeros(2), 3.0)
     assert report["overall"] == {}

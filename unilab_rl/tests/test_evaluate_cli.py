@@ -43,7 +43,7 @@ def test_the_sweep_runs_on_two_backends_and_reports_every_command(g1_checkpoint,
     printed = capsys.readouterr()
     assert "mujoco: FAILED" in printed.out and "mjwarp: FAILED" in printed.out
     # Beside the verdict, the sweep's figure over all commands: its signed yaw-rate offset.
-    assert f"mujoco: FAILED yaw_rate_offset {mujoco['overall']['yaw_rate_offset']:.4g}\n" in printed.out
+    assert f"mujoco: FAILED ang_vel_offset {mujoco['overall']['ang_vel_offset']:.4g}\n" in printed.out
     assert "altered the physics" not in printed.err
 
 
@@ -142,7 +142,7 @@ def test_a_run_directory_is_judged_snapshot_by_snapshot_in_training_order(g1_che
     assert [r["trained_wall_s"] for r in rows] == [7.5, 40.0, 90.0, 120.0]
     assert [r["trained_env_steps"] for r in rows] == [100, 200, 900, 1200]
     assert all(r["mujoco"]["cases"] == 17 for r in rows)
-    assert all(set(r["mujoco"]["overall"]) == {"yaw_rate_offset"} for r in rows)  # the sweep's figure over its commands
+    assert all(set(r["mujoco"]["overall"]) == {"ang_vel_offset"} for r in rows)  # the sweep's figure over its commands
     for name in ("checkpoint-7.5s", "checkpoint-200steps", "checkpoint-90s", "checkpoint"):
         assert json.loads((out / name / "report.json").read_text())["reports"]["mujoco"]["cases"]
     assert "over training time" in capsys.readouterr().out

@@ -85,14 +85,14 @@ def test_over_time_counts_the_cases_each_checkpoint_passed_on_each_backend(monke
     assert _evaluate(monkeypatch, tmp_path, verdicts) == 1  # mujoco failed a case on the last checkpoint
     rows = json.loads((tmp_path / "eval" / "over-time.json").read_text())["checkpoints"]
     cells = [(r["checkpoint"], r["trained_env_steps"], r["mujoco"], r["mjwarp"]) for r in rows]
-    straight = {"overall": {"yaw_rate_offset": 0.0}}  # the sweep's figure over its commands: no turning
+    straight = {"overall": {"ang_vel_offset": 0.0}}  # the sweep's figure over its commands: no turning
     assert cells == [
         ("checkpoint-60s.pt", 100, {"passed": False, "cases_passed": 1, "cases": 3, **straight},
          {"passed": False, "cases_passed": 0, "cases": 3, **straight}),
         ("checkpoint.pt", 200, {"passed": False, "cases_passed": 2, "cases": 3, **straight},
          {"passed": True, "cases_passed": 3, "cases": 3, **straight})]
     printed = capsys.readouterr().out
-    assert "mujoco: 2/3 passed yaw_rate_offset 0  mjwarp: 3/3 passed yaw_rate_offset 0" in printed
+    assert "mujoco: 2/3 passed ang_vel_offset 0  mjwarp: 3/3 passed ang_vel_offset 0" in printed
     report = json.loads((tmp_path / "eval" / "checkpoint" / "report.json").read_text())
     assert [c["passed"] for c in report["reports"]["mjwarp"]["cases"]] == [True, True, True]
 

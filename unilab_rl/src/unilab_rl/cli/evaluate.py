@@ -153,7 +153,7 @@ def _overall_figures(report: dict[str, Any]) -> str:
 
 def _over_time_cell(report: dict[str, Any]) -> dict[str, Any]:
     """One checkpoint on one backend: cases passed, and the protocol's overall figures when it
-    has them (tracking: success rate, MPKPE, ...)."""
+    has them (tracking: success rate, MPKPE, ...; the velocity sweep: its yaw-rate offset)."""
     cell = {"passed": report["passed"], "cases_passed": sum(c["passed"] for c in report["cases"]),
             "cases": len(report["cases"])}
     if "overall" in report:

@@ -19,12 +19,14 @@ deterministic policy. Per command it reports:
   and ``fall_rate < max_fall_rate``.
 
 The report passes when every command passes. Its ``overall`` figure, a diagnostic, is
-``yaw_rate_offset``: the achieved minus the commanded yaw rate (+ is left), averaged over the
+``ang_vel_offset``: the achieved minus the commanded yaw rate (+ is left), averaged over the
 commands with an env still up (absent when every env fell). A policy that turns one way whatever
-it is asked shows a large one, where its per-command misses look like unrelated yaw errors. Every command must lie inside the training
-range (the ranges the command ends its curriculum with), checked when the sweep is built. An
-env whose episodes time out within the sweep is refused: a timed-out row is reset and its
-restarted state would be measured as a row still up (only a termination counts as a fall).
+it is asked shows a large one, where its per-command misses look like unrelated yaw errors.
+
+Every command must lie inside the training range (the ranges the command ends its curriculum
+with), checked when the sweep is built. An env whose episodes time out within the sweep is
+refused: a timed-out row is reset and its restarted state would be measured as a row still up
+(only a termination counts as a fall).
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ class VelocitySweep:
             "criteria": {"max_lin_vel_error": cfg.max_lin_vel_error, "max_ang_vel_error": cfg.max_ang_vel_error,
                          "max_fall_rate": cfg.max_fall_rate},
             "passed": all(case["passed"] for case in cases),
-            "overall": {"yaw_rate_offset": sum(offsets) / len(offsets)} if offsets else {},
+            "overall": {"ang_vel_offset": sum(offsets) / len(offsets)} if offsets else {},
             "cases": cases,
         }
 
