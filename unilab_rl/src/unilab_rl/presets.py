@@ -104,12 +104,13 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # Walking in 3 minutes: 3 updates per env step and a faster target update (FastSAC's is 0.125,
 # FlashSAC's own 0.01). On H100s, with compiled losses and learning beside collection, 3-minute
 # runs passed all 17 sweep commands on 6 of seeds 0-7 (seed 0: 14, 14, 3; seed 3: 16; warm runs
-# made 40.9-42.3M env steps and 29.9-30.9k updates, the cold one 33.8M and 24.6k). 4 updates passed all 17 on 3 of seeds 0-6 (the others 15-16,
-# three of them short of the 0.5 rad/s turn in place; 36.1-37.8M env steps) and kept 0.51x of
-# the env alone beside collection, against 0.597-0.598x at 3. On an H200, 4 updates passed
-# all 17 in 9 of 10 runs (3 have not been run there); with the default target 15-17 in six runs
-# (one all 17). FastSAC's single-axis share (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed
-# all 17 on 3 of seeds 0-7, two runs of them at 9 and 5, so this entry leaves it out.
+# made 40.9-42.3M env steps and 29.9-30.9k updates, the cold one 33.8M and 24.6k). 4 updates
+# passed all 17 on 3 of seeds 0-6 (the others 15-16, three of them short of the 0.5 rad/s turn
+# in place; 36.1-37.8M env steps) and kept 0.51x of the env alone beside collection, against
+# 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs (3 have not been run
+# there); with the default target 15-17 in six runs (one all 17). FastSAC's single-axis share
+# (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them
+# at 9 and 5, so this entry leaves it out.
 # 2 updates with the faster target passed all 17 on 3 of seeds 0-4 (0.68x beside collection);
 # with the default target they needed 7 minutes.
 _FLASHSAC_WALK_PACE = ("updates_per_step=3", "target_tau=0.05")

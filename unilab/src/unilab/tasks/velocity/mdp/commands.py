@@ -91,7 +91,8 @@ class UniformVelocityCommand(CommandTerm):
     def metrics(self) -> torch.Tensor:
         r = self.env.robot
         err = torch.cat((r.root_lin_vel_b[:, :2], r.root_ang_vel_b[:, 2:]), dim=1) - self.command
-        return torch.stack((torch.linalg.vector_norm(err[:, :2], dim=1).mean(), err[:, 2].abs().mean(), err[:, 2].mean()))
+        yaw = err[:, 2]
+        return torch.stack((torch.linalg.vector_norm(err[:, :2], dim=1).mean(), yaw.abs().mean(), yaw.mean()))
 
     def _draw(self, n: int) -> torch.Tensor:
         """Candidate samples for ``n`` rows, laid out as ``state``."""
