@@ -110,7 +110,8 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs (3 have not been run
 # there); with the default target 15-17 in six runs (one all 17). FastSAC's single-axis share
 # (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them
-# at 9 and 5, so this entry leaves it out.
+# at 9 and 5, so this entry leaves it out; so does symmetry augmentation at this update size
+# (symmetry_augmentation=true batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
 # 2 updates with the faster target passed all 17 on 3 of seeds 0-4 (0.68x beside collection);
 # with the default target they needed 7 minutes.
 _FLASHSAC_WALK_PACE = ("updates_per_step=3", "target_tau=0.05")
