@@ -323,3 +323,31 @@ def test_latest_actor_is_refused_for_an_exported_policy(exported, tmp_path, caps
     assert eval_cli.main(["--policy", str(exported), "--latest-actor", "--out", str(tmp_path / "e"), *QUICK]) == 2
     assert "--latest-actor: only for --checkpoint" in capsys.readouterr().err
     assert not (tmp_path / "e").exists()
+
+
+def test_a_mirror_averaged_judgement_acts_differently_and_says_so(g1_checkpoint, exported, tmp_path, capsys):
+    reports = {}
+    for name, judged, extra in (("plain", ["--checkpoint", str(g1_checkpoint)], []),
+                                ("averaged", ["--checkpoint", str(g1_checkpoint)], ["--mirror-averaged"]),
+                                ("export", ["--policy", str(exported)], ["--mirror-averaged"])):
+        assert eval_cli.main([*judged, "--out", str(tmp_path / name), "--no-plot", *QUICK, *extra]) == 1
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+        assert reports[name]["mirror_averaged"] == bool(extra)
+        assert json.loads((tmp_path / name / "over-time.json").read_text())["checkpoints"][0]["mirror_averaged"] \
+            == bool(extra)
+        assert ("latest actor, mirror-averaged" in capsys.readouterr().out) == bool(extra)
+    achieved = {name: [c["achieved"] for c in r["reports"]["mujoco"]["cases"]] for name, r in reports.items()}
+    assert achieved["averaged"] != achieved["plain"]  # the barely trained actor is not symmetric
+    # The checkpoint and its export averaged alike: float rounding apart at most.
+    for x, y in zip(achieved["averaged"], achieved["export"]):
+        assert x == pytest.approx(y, abs=1e-3)
+
+
+def test_mirror_averaging_a_task_without_a_mirror_is_exit_2_naming_it(g1_checkpoint, tmp_path, capsys, monkeypatch):
+    from unilab.env import ManagerBasedRlEnv
+
+    monkeypatch.setattr(ManagerBasedRlEnv, "_mirrors", lambda self: None)
+    assert eval_cli.main(["--checkpoint", str(g1_checkpoint), "--mirror-averaged", "--out", str(tmp_path / "e"),
+                          *QUICK]) == 2
+    assert "--mirror-averaged: task 'g1_walk_flat_play' declares no left-right mirror" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()

@@ -124,7 +124,7 @@ def test_each_backend_is_judged_on_its_own_env_with_the_overrides_seed_and_devic
                      lambda env: ("acting on", env), "latest")
     overrides = {"rewards.velocity.weights.alive": "2.0"}
     reports = eval_cli._judge(subject, evaluation, ["mujoco", "mjwarp"], overrides,
-                              argparse.Namespace(device="cpu", seed=7))
+                              argparse.Namespace(device="cpu", seed=7, mirror_averaged=False))
     assert [(e.task, e.kw) for e in built] == [
         ("g1_walk_flat_play", {"backend": b, "num_envs": 6, "device": "cpu", "seed": 7,
                                "overrides": {"validate_actions": False, **overrides}}) for b in ("mujoco", "mjwarp")]

@@ -13,7 +13,7 @@ from unilab_rl.cli.play import run_episodes
 from unilab_rl.contract import ContractViolation, EnvSpec, ReplayBatch
 from unilab_rl.runner import OffPolicyRunner, RunIdentity
 from unilab_rl.runner_config import RunnerConfig
-from unilab_rl.symmetry import mirrored_batch
+from unilab_rl.symmetry import mirror_averaged, mirrored_batch
 
 DO_NOTHING_RETURN = 10.1  # test_learning.py: a uniform-random policy returns ~7.3
 ITERATIONS = {"fastsac": 600, "flashsac": 1000}
@@ -113,3 +113,44 @@ def test_an_env_written_against_contract_1_1_is_told_what_is_missing():
     del env.mirrors
     with pytest.raises(ContractViolation, match=r"env.mirrors: missing; since contract 1.2"):
         EnvSpec.from_env(env)
+
+
+# A mirror that moves columns, as a G1's does (test_review_mutants_symmetry.py has the same):
+# observations [left knee, right knee, roll, forward velocity]; actions [left hip, right hip, waist yaw].
+_SWAP_MIRRORS = {"observations": {"policy": (torch.tensor([1, 0, 2, 3]), torch.tensor([1.0, 1.0, -1.0, 1.0]))},
+                 "action": (torch.tensor([1, 0, 2]), torch.tensor([1.0, 1.0, -1.0]))}
+
+
+def _lopsided_policy(seed: int = 0):
+    """A policy with no symmetry: a random nonlinear map of the observations."""
+    gen = torch.Generator().manual_seed(seed)
+    w1, w2 = torch.randn(4, 8, generator=gen), torch.randn(8, 3, generator=gen)
+    return lambda obs: torch.tanh(obs["policy"] @ w1) @ w2
+
+
+def _mirror(x: torch.Tensor, pair) -> torch.Tensor:
+    return x[:, pair[0]] * pair[1]
+
+
+def test_a_mirror_averaged_policy_acts_in_the_mirrored_world_as_the_mirror_of_its_action():
+    act = mirror_averaged(_lopsided_policy(), _SWAP_MIRRORS)
+    obs = torch.randn(6, 4, generator=torch.Generator().manual_seed(1))
+    mirrored = act({"policy": _mirror(obs, _SWAP_MIRRORS["observations"]["policy"])})
+    assert torch.allclose(mirrored, _mirror(act({"policy": obs}), _SWAP_MIRRORS["action"]), atol=1e-6)
+    # The lopsided policy itself is not so: the test would pass for no policy at all otherwise.
+    plain = _lopsided_policy()
+    assert not torch.allclose(plain({"policy": _mirror(obs, _SWAP_MIRRORS["observations"]["policy"])}),
+                              _mirror(plain({"policy": obs}), _SWAP_MIRRORS["action"]), atol=1e-3)
+
+
+def test_mirror_averaging_cancels_a_one_sided_turn_and_keeps_a_symmetric_policy():
+    # A constant waist-yaw command on every step (a turn to one side whatever the policy sees) is
+    # what the mirror flips: averaging removes it, and the policy under it is what is left.
+    base = _lopsided_policy()
+    turning = lambda obs: base(obs) + torch.tensor([0.0, 0.0, 0.4])
+    obs = {"policy": torch.randn(5, 4, generator=torch.Generator().manual_seed(2))}
+    averaged = mirror_averaged(base, _SWAP_MIRRORS)
+    assert torch.allclose(mirror_averaged(turning, _SWAP_MIRRORS)(obs), averaged(obs), atol=1e-6)
+    # A policy that is already symmetric (an averaged one) acts as before.
+    assert torch.allclose(mirror_averaged(averaged, _SWAP_MIRRORS)(obs), averaged(obs), atol=1e-6)
+    assert not torch.allclose(averaged(obs), base(obs), atol=1e-3)

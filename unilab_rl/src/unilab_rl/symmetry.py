@@ -1,14 +1,16 @@
-"""Symmetry augmentation: each sampled batch plus its left-right mirrored copy.
+"""Left-right symmetry: each sampled batch plus its mirrored copy (augmentation), and an acting
+policy averaged with its own mirror (evaluation).
 
 The env's task declares how its observations and actions reflect (``env.mirrors``, contract
 1.2): per group and for the action, a signed permutation of columns. A mirrored transition
 is as real as the one it comes from (a reflected robot in a reflected world gets the same
 reward), so adding it doubles the data a batch carries and teaches the policy both sides of
-every gait it tries.
+every gait it tries. It does not make the policy itself symmetric; ``mirror_averaged`` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,10 +29,15 @@ def batch_mirrors(spec: EnvSpec, enabled: bool, algo: str) -> dict[str, Any] | N
     return spec.mirrors
 
 
-def with_reflection(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """The rows of ``x`` followed by their reflection under one (index, sign) mirror."""
+def reflected(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """``x``'s columns under one (index, sign) mirror."""
     index, sign = pair
-    return torch.cat((x, x.index_select(-1, index) * sign.to(x.dtype)))
+    return x.index_select(-1, index) * sign.to(x.dtype)
+
+
+def with_reflection(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """The rows of ``x`` followed by their reflection."""
+    return torch.cat((x, reflected(x, pair)))
 
 
 def mirrored_batch(batch: ReplayBatch, mirrors: dict[str, Any]) -> ReplayBatch:
@@ -42,3 +49,20 @@ def mirrored_batch(batch: ReplayBatch, mirrors: dict[str, Any]) -> ReplayBatch:
 
     return ReplayBatch(obs=both(batch.obs), action=with_reflection(batch.action, mirrors["action"]),
                        reward=batch.reward.repeat(2), discount=batch.discount.repeat(2), next_obs=both(batch.next_obs))
+
+
+def mirror_averaged(act: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+                    mirrors: dict[str, Any]) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+    """``act`` made left-right symmetric: the mean of its action and the mirror of the action it
+    takes in the mirrored world. Whatever ``act`` does alike on both sides stays; what it does on
+    one side only (a turn to the left whatever it is asked) cancels, so a mirrored observation
+    gets exactly the mirrored action. Augmentation trains a policy on both sides; this makes the
+    acting policy symmetric by construction, at two calls of ``act`` per step."""
+    groups, action_pair = mirrors["observations"], mirrors["action"]
+
+    def averaged(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        action = act(obs)
+        mirrored = act({group: reflected(x, groups[group]) for group, x in obs.items()})
+        return 0.5 * (action + reflected(mirrored, action_pair))
+
+    return averaged

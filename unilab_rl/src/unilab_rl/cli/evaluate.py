@@ -25,6 +25,12 @@ A run that kept an averaged policy (``averaged_policy_tau`` > 0) is judged by th
 ``unilab-play`` and ``unilab-export`` use too; ``--latest-actor`` judges its latest actor instead,
 so one run can compare the two. Reports name the actor they judged.
 
+``--mirror-averaged`` judges the policy made left-right symmetric: each step it acts with the mean
+of its action and the mirror of the action it takes in the mirrored world
+(``unilab_rl.symmetry.mirror_averaged``), which cancels whatever it does on one side only (a turn
+to the left whatever it is asked). It needs a task that declares its mirror (``env.mirrors``) and
+acts twice per step; reports and the printed line say so (``mirror_averaged``).
+
 ``--policy FILE`` judges an exported policy (``unilab-export``: ONNX or TorchScript) instead, the
 file a deployment runs: the env comes from its metadata's task and env overrides, which must
 still have the fingerprint they had at export (else the task's meaning has changed since, and
@@ -50,7 +56,9 @@ from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
 from unilab_rl.cli.run_dir import check_writable
 from unilab_rl.cli.summary import warn_altered_physics
+from unilab_rl.contract import EnvSpec
 from unilab_rl.export import ExportError
+from unilab_rl.symmetry import mirror_averaged
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -78,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--latest-actor", action="store_true",
                         help="judge a checkpoint's latest actor where its run also kept an averaged policy "
                              "(averaged_policy_tau), which is judged by default")
+    parser.add_argument("--mirror-averaged", action="store_true",
+                        help="judge the policy averaged with its own left-right mirror (needs a task that "
+                             "declares its mirror)")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
                         help="env overrides on top of the checkpoint's (e.g. episode_length_s=30); "
                              "eval.KEY=VALUE sets a parameter of the evaluation protocol")
@@ -110,7 +121,8 @@ def evaluate(args: argparse.Namespace) -> int:
         if out is not None and len(subjects) > 1:
             out = out / subject.path.stem
         trained_s = "?" if subject.wall_s is None else f"{subject.wall_s:.0f}"
-        print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {subject.actor} actor, "
+        acted = f"{subject.actor} actor" + (", mirror-averaged" if args.mirror_averaged else "")
+        print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {acted}, "
               f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
         for backend, report in reports.items():
             print(f"  {backend}: {'PASSED' if report['passed'] else 'FAILED'}{_overall_figures(report)}")
@@ -118,13 +130,15 @@ def evaluate(args: argparse.Namespace) -> int:
                 print("    " + evaluation.summary_line(case))
             warn_altered_physics(report["simulator"], evaluation.num_envs(), "unilab-eval",
                                  str(out / "report.json") if out is not None else "the report (--out)")
-        over_time.append({"checkpoint": subject.path.name, "actor": subject.actor, "trained_wall_s": subject.wall_s,
+        over_time.append({"checkpoint": subject.path.name, "actor": subject.actor,
+                          "mirror_averaged": args.mirror_averaged, "trained_wall_s": subject.wall_s,
                           "trained_env_steps": subject.env_steps,
                           **{backend: _over_time_cell(r) for backend, r in reports.items()}})
         if out is not None:
             write_json_atomic(out / "report.json", {
                 subject.kind: str(subject.path), "task": subject.task, "evaluated_on": evaluation.task,
-                "algo": subject.algo, "actor": subject.actor, "trained_env_steps": subject.env_steps,
+                "algo": subject.algo, "actor": subject.actor, "mirror_averaged": args.mirror_averaged,
+                "trained_env_steps": subject.env_steps,
                 "trained_wall_s": subject.wall_s, "env_overrides": overrides,
                 "training_overrides_dropped": dropped, "evaluation_options": options, "seed": args.seed,
                 "reports": reports})
@@ -199,10 +213,21 @@ def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dic
             # With the simulator's own facts at the end (the backend's keys): whether it altered
             # any world's physics, and how it stepped (a backend that could not capture its step
             # graph steps eagerly and says why).
-            reports[backend] = {**evaluation.run(env, subject.acting(env)), "simulator": env.simulator_diagnostics()}
+            reports[backend] = {**evaluation.run(env, _acting(subject, env, evaluation.task, args.mirror_averaged)),
+                                "simulator": env.simulator_diagnostics()}
         finally:
             env.close()
     return reports
+
+
+def _acting(subject: Judged, env: Any, task: str, mirrored: bool) -> Any:
+    """How ``subject`` acts on ``env`` (of ``task``): as trained, or averaged with its own mirror."""
+    if not mirrored:
+        return subject.acting(env)
+    mirrors = EnvSpec.from_env(env).mirrors
+    if mirrors is None:
+        raise ValueError(f"--mirror-averaged: task {task!r} declares no left-right mirror (env.mirrors is None)")
+    return mirror_averaged(subject.acting(env), mirrors)
 
 
 def main(argv: list[str] | None = None) -> int:
