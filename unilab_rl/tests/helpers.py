@@ -17,6 +17,13 @@ TINY = {
                 "updates_per_step": 1.0, "replay_capacity_per_env": 64, "policy_period": 2},
 }
 
+# A left-right mirror that moves columns, as a G1's does (the fake env's keeps every column in
+# place). Observations: [left knee, right knee, roll, forward velocity]; the reflection swaps the
+# knees, negates the roll and keeps the forward velocity. Actions: [left hip, right hip, waist yaw].
+# Each undoes itself, as the contract asks.
+LEG_SWAP = (torch.tensor([1, 0, 2, 3]), torch.tensor([1.0, 1.0, -1.0, 1.0]))
+ACTION_SWAP = (torch.tensor([1, 0, 2]), torch.tensor([1.0, 1.0, -1.0]))
+
 
 def tiny_agent(algo: str, env: PointMassEnv | None = None, **overrides):
     env = env or PointMassEnv(num_envs=8)

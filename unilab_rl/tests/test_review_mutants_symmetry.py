@@ -1,6 +1,6 @@
 """Symmetry behaviours a mutation review found unguarded. The fake env's mirrors keep every
 column in place (index = arange), so a mirror that moves columns (a left and a right leg
-swapping places) is built here. Each test names the small change to ``symmetry.py`` it
+swapping places, `helpers.LEG_SWAP`) is used here. Each test names the small change to ``symmetry.py`` it
 fails on."""
 
 from __future__ import annotations
@@ -8,15 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 from fake_env import PointMassEnv
-from helpers import tiny_agent
+from helpers import ACTION_SWAP, LEG_SWAP, tiny_agent
 from unilab_rl.contract import EnvSpec, ReplayBatch
 from unilab_rl.symmetry import batch_mirrors, mirrored_batch, with_reflection
-
-# columns: [left knee, right knee, roll, forward velocity]; the reflection swaps the knees,
-# negates the roll and keeps the forward velocity (it undoes itself, as the contract asks)
-LEG_SWAP = (torch.tensor([1, 0, 2, 3]), torch.tensor([1.0, 1.0, -1.0, 1.0]))
-# action: [left hip, right hip, waist yaw]
-ACTION_SWAP = (torch.tensor([1, 0, 2]), torch.tensor([1.0, 1.0, -1.0]))
 
 
 def test_a_reflection_moves_columns_to_their_mirror_partners_and_applies_the_signs():

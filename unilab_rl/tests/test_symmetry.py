@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import torch
 from fake_env import PointMassEnv
-from helpers import tiny_agent
+from helpers import ACTION_SWAP, LEG_SWAP, tiny_agent
 from unilab_rl.cli.play import run_episodes
 from unilab_rl.contract import ContractViolation, EnvSpec, ReplayBatch
 from unilab_rl.runner import OffPolicyRunner, RunIdentity
@@ -115,10 +115,7 @@ def test_an_env_written_against_contract_1_1_is_told_what_is_missing():
         EnvSpec.from_env(env)
 
 
-# A mirror that moves columns, as a G1's does (test_review_mutants_symmetry.py has the same):
-# observations [left knee, right knee, roll, forward velocity]; actions [left hip, right hip, waist yaw].
-_SWAP_MIRRORS = {"observations": {"policy": (torch.tensor([1, 0, 2, 3]), torch.tensor([1.0, 1.0, -1.0, 1.0]))},
-                 "action": (torch.tensor([1, 0, 2]), torch.tensor([1.0, 1.0, -1.0]))}
+_SWAP_MIRRORS = {"observations": {"policy": LEG_SWAP}, "action": ACTION_SWAP}
 
 
 def _lopsided_policy(seed: int = 0):
@@ -129,6 +126,7 @@ def _lopsided_policy(seed: int = 0):
 
 
 def _mirror(x: torch.Tensor, pair) -> torch.Tensor:
+    """A reflection written out here, not the module's ``reflected``: the tests check that one."""
     return x[:, pair[0]] * pair[1]
 
 
