@@ -195,6 +195,43 @@ def test_play_runs_deterministic_episodes_from_the_checkpoint_task(tmp_path, cap
     assert capsys.readouterr().out == first  # deterministic policy, same env seed
 
 
+def test_play_mirror_averaged_acts_symmetric_and_says_so(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    capsys.readouterr()
+    played = []
+    acting = play_cli.MirrorAveragedActing.act
+    monkeypatch.setattr(play_cli.MirrorAveragedActing, "act",
+                        lambda self, obs, deterministic: played.append(self) or acting(self, obs, deterministic))
+    argv = ["--checkpoint", str(out / "checkpoint.pt"), "--episodes", "5", "--num-envs", "4", "--mirror-averaged"]
+    assert play_cli.main(argv, factory=fake_factory) == 0
+    assert "actor=latest mirror-averaged" in capsys.readouterr().out and played
+    # What it plays: in the mirrored world, the mirror of its action; deterministic only.
+    env = PointMassEnv(num_envs=4, seed=3)
+    averaged = played[0]
+    obs = env.reset()
+    mirrored = {g: obs[g].index_select(-1, i) * s for g, (i, s) in env.mirrors["observations"].items()}
+    index, sign = env.mirrors["action"]
+    torch.testing.assert_close(averaged.act(mirrored, True), averaged.act(obs, True).index_select(-1, index) * sign)
+    with pytest.raises(ValueError, match="acts deterministically only"):
+        averaged.act(obs, False)
+
+
+def test_play_mirror_averaged_of_a_task_without_a_mirror_is_bad_input(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_train(base_args(out) + TINY_TOKENS) == 0
+    capsys.readouterr()
+
+    def mirrorless_factory(*args, **kwargs):
+        env = fake_factory(*args, **kwargs)
+        env.mirrors = None
+        return env
+
+    argv = ["--checkpoint", str(out / "checkpoint.pt"), "--episodes", "1", "--mirror-averaged"]
+    assert play_cli.main(argv, factory=mirrorless_factory) == 2
+    assert "--mirror-averaged: task 'fake_task' declares no left-right mirror" in capsys.readouterr().err
+
+
 def test_play_does_not_compile_a_policy_trained_with_compile(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     assert run_train(base_args(out) + TINY_TOKENS) == 0

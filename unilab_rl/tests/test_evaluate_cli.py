@@ -343,6 +343,22 @@ def test_a_mirror_averaged_judgement_acts_differently_and_says_so(g1_checkpoint,
         assert x == pytest.approx(y, abs=1e-3)
 
 
+def test_an_export_averaged_with_its_mirror_is_judged_so_without_the_flag(g1_checkpoint, tmp_path):
+    from unilab_rl.cli import export as export_cli
+
+    exported = tmp_path / "policy.pt"
+    assert export_cli.main(["--checkpoint", str(g1_checkpoint), "--format", "torchscript", "--out", str(exported),
+                            "--verify-steps", "0", "--mirror-averaged"]) == 0
+    reports = {}
+    for name, judged, extra in (("checkpoint", ["--checkpoint", str(g1_checkpoint)], ["--mirror-averaged"]),
+                                ("export", ["--policy", str(exported)], [])):
+        assert eval_cli.main([*judged, "--out", str(tmp_path / name), "--no-plot", *QUICK, *extra]) == 1
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    assert reports["export"]["mirror_averaged"] is True
+    for x, y in zip(*([c["achieved"] for c in r["reports"]["mujoco"]["cases"]] for r in reports.values())):
+        assert x == pytest.approx(y, abs=1e-3)
+
+
 def test_mirror_averaging_a_task_without_a_mirror_is_exit_2_naming_it(g1_checkpoint, tmp_path, capsys, monkeypatch):
     from unilab.env import ManagerBasedRlEnv
 

@@ -5,7 +5,8 @@ The env's task declares how its observations and actions reflect (``env.mirrors`
 1.2): per group and for the action, a signed permutation of columns. A mirrored transition
 is as real as the one it comes from (a reflected robot in a reflected world gets the same
 reward), so adding it doubles the data a batch carries and teaches the policy both sides of
-every gait it tries. It does not make the policy itself symmetric; ``mirror_averaged`` does.
+every gait it tries. It does not make the policy itself symmetric; ``mirror_averaged`` does, and
+``MirrorAveragedPolicy`` does the same inside an exported policy's graph.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
-from unilab_rl.contract import EnvSpec, ReplayBatch
+from unilab_rl.contract import POLICY_GROUP, EnvSpec, ReplayBatch
 
 
 def batch_mirrors(spec: EnvSpec, enabled: bool, algo: str) -> dict[str, Any] | None:
@@ -27,6 +29,15 @@ def batch_mirrors(spec: EnvSpec, enabled: bool, algo: str) -> dict[str, Any] | N
         raise ValueError(f"{algo}: symmetry_augmentation=true needs a task that declares its left-right mirror "
                          "(env.mirrors is None for this one)")
     return spec.mirrors
+
+
+def declared_mirrors(env: Any, task: str) -> dict[str, Any]:
+    """``env``'s mirrors for acting mirror-averaged (``--mirror-averaged``), refused where its
+    task declares none."""
+    mirrors = EnvSpec.from_env(env).mirrors
+    if mirrors is None:
+        raise ValueError(f"--mirror-averaged: task {task!r} declares no left-right mirror (env.mirrors is None)")
+    return mirrors
 
 
 def reflected(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -66,3 +77,23 @@ def mirror_averaged(act: Callable[[dict[str, torch.Tensor]], torch.Tensor],
         return 0.5 * (action + reflected(mirrored, action_pair))
 
     return averaged
+
+
+class MirrorAveragedPolicy(nn.Module):
+    """``mirror_averaged`` as one module, for export: wraps a policy from raw "policy"
+    observations ``(B, obs_dim)`` to actions ``(B, action_dim)`` (``deterministic_policy()``)
+    so that the exported graph itself acts symmetric, with the task's mirror inside as
+    buffers. A deployment then runs what ``unilab-eval --mirror-averaged`` judged."""
+
+    def __init__(self, policy: nn.Module, mirrors: dict[str, Any]) -> None:
+        super().__init__()
+        self.policy = policy
+        (obs_index, obs_sign), (action_index, action_sign) = mirrors["observations"][POLICY_GROUP], mirrors["action"]
+        for name, value in (("obs_index", obs_index), ("obs_sign", obs_sign), ("action_index", action_index),
+                            ("action_sign", action_sign)):
+            self.register_buffer(name, value.detach().clone())
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        action = self.policy(obs)
+        mirrored = self.policy(reflected(obs, (self.obs_index, self.obs_sign)))
+        return 0.5 * (action + reflected(mirrored, (self.action_index, self.action_sign)))

@@ -29,7 +29,8 @@ so one run can compare the two. Reports name the actor they judged.
 of its action and the mirror of the action it takes in the mirrored world
 (``unilab_rl.symmetry.mirror_averaged``), which cancels whatever it does on one side only (a turn
 to the left whatever it is asked). It needs a task that declares its mirror (``env.mirrors``) and
-acts twice per step; reports and the printed line say so (``mirror_averaged``).
+acts twice per step; reports and the printed line say so (``mirror_averaged``), as they do for a
+policy exported with ``unilab-export --mirror-averaged``, which acts so without the flag.
 
 ``--policy FILE`` judges an exported policy (``unilab-export``: ONNX or TorchScript) instead, the
 file a deployment runs: the env comes from its metadata's task and env overrides, which must
@@ -56,9 +57,8 @@ from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import parse_tokens
 from unilab_rl.cli.run_dir import check_writable
 from unilab_rl.cli.summary import warn_altered_physics
-from unilab_rl.contract import EnvSpec
 from unilab_rl.export import ExportError
-from unilab_rl.symmetry import mirror_averaged
+from unilab_rl.symmetry import declared_mirrors, mirror_averaged
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -121,7 +121,8 @@ def evaluate(args: argparse.Namespace) -> int:
         if out is not None and len(subjects) > 1:
             out = out / subject.path.stem
         trained_s = "?" if subject.wall_s is None else f"{subject.wall_s:.0f}"
-        acted = f"{subject.actor} actor" + (", mirror-averaged" if args.mirror_averaged else "")
+        mirrored = args.mirror_averaged or subject.mirror_averaged
+        acted = f"{subject.actor} actor" + (", mirror-averaged" if mirrored else "")
         print(f"unilab-eval: {subject.path} ({subject.task}, {subject.algo}, {acted}, "
               f"{subject.env_steps} env steps, {trained_s} s of training) on {evaluation.task}")
         for backend, report in reports.items():
@@ -131,13 +132,13 @@ def evaluate(args: argparse.Namespace) -> int:
             warn_altered_physics(report["simulator"], evaluation.num_envs(), "unilab-eval",
                                  str(out / "report.json") if out is not None else "the report (--out)")
         over_time.append({"checkpoint": subject.path.name, "actor": subject.actor,
-                          "mirror_averaged": args.mirror_averaged, "trained_wall_s": subject.wall_s,
+                          "mirror_averaged": mirrored, "trained_wall_s": subject.wall_s,
                           "trained_env_steps": subject.env_steps,
                           **{backend: _over_time_cell(r) for backend, r in reports.items()}})
         if out is not None:
             write_json_atomic(out / "report.json", {
                 subject.kind: str(subject.path), "task": subject.task, "evaluated_on": evaluation.task,
-                "algo": subject.algo, "actor": subject.actor, "mirror_averaged": args.mirror_averaged,
+                "algo": subject.algo, "actor": subject.actor, "mirror_averaged": mirrored,
                 "trained_env_steps": subject.env_steps,
                 "trained_wall_s": subject.wall_s, "env_overrides": overrides,
                 "training_overrides_dropped": dropped, "evaluation_options": options, "seed": args.seed,
@@ -213,7 +214,9 @@ def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dic
             # With the simulator's own facts at the end (the backend's keys): whether it altered
             # any world's physics, and how it stepped (a backend that could not capture its step
             # graph steps eagerly and says why).
-            reports[backend] = {**evaluation.run(env, _acting(subject, env, evaluation.task, args.mirror_averaged)),
+            # An export that averages inside its graph is not averaged again (it would act the same).
+            mirrored = args.mirror_averaged and not subject.mirror_averaged
+            reports[backend] = {**evaluation.run(env, _acting(subject, env, evaluation.task, mirrored)),
                                 "simulator": env.simulator_diagnostics()}
         finally:
             env.close()
@@ -224,10 +227,7 @@ def _acting(subject: Judged, env: Any, task: str, mirrored: bool) -> Any:
     """How ``subject`` acts on ``env`` (of ``task``): as trained, or averaged with its own mirror."""
     if not mirrored:
         return subject.acting(env)
-    mirrors = EnvSpec.from_env(env).mirrors
-    if mirrors is None:
-        raise ValueError(f"--mirror-averaged: task {task!r} declares no left-right mirror (env.mirrors is None)")
-    return mirror_averaged(subject.acting(env), mirrors)
+    return mirror_averaged(subject.acting(env), declared_mirrors(env, task))
 
 
 def main(argv: list[str] | None = None) -> int:

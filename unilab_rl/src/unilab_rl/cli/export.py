@@ -28,6 +28,12 @@ the values read are config and model facts, the same on every backend):
 - ``algo``, ``backend``, ``trained_env_steps``, ``trained_wall_s``: how it was trained
   (``unilab-eval --policy FILE`` judges the file by the task's evaluation from these).
 
+``--mirror-averaged`` exports the policy made left-right symmetric, what ``unilab-eval
+--mirror-averaged`` judges: the graph acts with the mean of the policy's action and the mirror of
+the action it takes on the mirrored observation, the task's mirror inside it
+(``unilab_rl.symmetry.MirrorAveragedPolicy``); the metadata says ``mirror_averaged``. It needs a
+task that declares its mirror, and the graph runs the network twice.
+
 After writing, the exported file is run on observations of a short deterministic rollout
 of the same env and compared with the torch policy; the max abs difference is printed and
 must stay within ``--tolerance``. The file and its metadata are written to temporary files
@@ -63,6 +69,7 @@ from unilab_rl.export import (
     run_exported,
     staging_path,
 )
+from unilab_rl.symmetry import MirrorAveragedPolicy, declared_mirrors, mirror_averaged
 
 EXIT_BAD_INPUT = 2
 EXIT_MISMATCH = 4
@@ -80,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verify-steps", type=int, default=64,
                         help="env steps whose observations check the exported file against torch (0: skip)")
     parser.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted abs action difference")
+    parser.add_argument("--mirror-averaged", action="store_true",
+                        help="export the policy averaged with its own left-right mirror (needs a task that "
+                             "declares its mirror)")
     return parser
 
 
@@ -109,9 +119,11 @@ def observation_layout(env: Any) -> dict[str, Any]:
             "dim": frame_dim * group.history_length, "history_order": "oldest frame first"}
 
 
-def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, actor: str) -> dict[str, Any]:
+def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, actor: str,
+                        mirror_averaged: bool = False) -> dict[str, Any]:
     """Everything a deployment stack needs besides the network, read from the built env;
-    ``actor`` names the actor the network is ("averaged" or "latest", ``acting_actor``)."""
+    ``actor`` names the actor the network is ("averaged" or "latest", ``acting_actor``), and
+    ``mirror_averaged`` whether the graph averages it with its own mirror."""
     from unilab.config import task_overrides
 
     actions = env.action_manager
@@ -125,7 +137,7 @@ def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, ac
         "algo": document["algo"], "backend": document["backend"],
         "trained_env_steps": int(document["counters"]["env_steps"]),
         "trained_wall_s": float(document["counters"]["wall_s"]),
-        "checkpoint": checkpoint.name, "actor": actor,
+        "checkpoint": checkpoint.name, "actor": actor, "mirror_averaged": mirror_averaged,
         "versions": {"unilab_rl": importlib.metadata.version("unilab-rl"), "torch": torch.__version__},
         "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
                   "normalization": "inside the graph: feed raw observations"},
@@ -145,12 +157,13 @@ def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, ac
 
 
 @torch.no_grad()
-def rollout_observations(env: Any, agent: Any, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Policy observations of ``steps`` deterministic env steps and the torch actions for them."""
+def rollout_observations(env: Any, act: Any, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Policy observations of ``steps`` env steps acted by ``act`` (observations -> actions, the
+    torch policy) and its actions for them."""
     obs = env.reset()
     observations, actions = [], []
     for _ in range(steps):
-        action = agent.act(obs, deterministic=True)
+        action = act(obs)
         observations.append(obs[POLICY_GROUP].cpu())
         actions.append(action.cpu())
         obs, *_ = env.step(action)
@@ -186,7 +199,8 @@ def export(args: argparse.Namespace, factory: Any) -> int:
     env = factory(first["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
                   overrides=task_overrides(first["env_overrides"]))
     try:
-        codes = [export_one(args, env, checkpoint, document, target(checkpoint))
+        mirrors = declared_mirrors(env, first["task"]) if args.mirror_averaged else None
+        codes = [export_one(args, env, mirrors, checkpoint, document, target(checkpoint))
                  for checkpoint, document in checkpoints]
     finally:
         env.close()
@@ -208,21 +222,30 @@ def check_target(out: Path, checkpoints: list[Path], default: bool) -> None:
             raise ValueError(f"--out {out}{origin}: {role}would overwrite the run file {resolved}")
 
 
-def export_one(args: argparse.Namespace, env: Any, checkpoint: Path, document: dict[str, Any], out: Path) -> int:
+def export_one(args: argparse.Namespace, env: Any, mirrors: dict[str, Any] | None, checkpoint: Path,
+               document: dict[str, Any], out: Path) -> int:
+    """``checkpoint``'s policy written to ``out``, averaged with its mirror where ``mirrors``."""
     agent = load_policy(document, env)
-    metadata = deployment_metadata(env, document, checkpoint, acting_actor(document))
+    policy = agent.deterministic_policy()
+
+    def act(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return agent.act(obs, deterministic=True)
+
+    if mirrors is not None:
+        policy, act = MirrorAveragedPolicy(policy, mirrors), mirror_averaged(act, mirrors)
+    metadata = deployment_metadata(env, document, checkpoint, acting_actor(document), mirrors is not None)
     sidecar = metadata_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # Written and verified beside the targets, moved into place only once verified: a failed
     # export must neither replace a previous good one nor leave a partial file.
     staged = {out: staging_path(out), sidecar: staging_path(sidecar)}
     try:
-        export_policy(agent.deterministic_policy(), env.observation_spec[POLICY_GROUP], staged[out], args.format,
+        export_policy(policy, env.observation_spec[POLICY_GROUP], staged[out], args.format,
                       metadata, staged[sidecar])
         print(f"unilab-export: {out} ({args.format}) and {sidecar}: task={metadata['task']} algo={metadata['algo']} "
               f"obs={metadata['input']['shape'][1]} actions={metadata['output']['shape'][1]} "
               f"control_dt={metadata['control_dt']} fingerprint={metadata['task_fingerprint'][:19]}...")
-        code = verify(args, env, agent, staged[out])
+        code = verify(args, env, act, staged[out])
         if code == 0:
             for final, temporary in staged.items():
                 temporary.replace(final)
@@ -232,11 +255,11 @@ def export_one(args: argparse.Namespace, env: Any, checkpoint: Path, document: d
             temporary.unlink(missing_ok=True)
 
 
-def verify(args: argparse.Namespace, env: Any, agent: Any, exported: Path) -> int:
-    """Compare the exported file's actions with the torch policy's on a short rollout."""
+def verify(args: argparse.Namespace, env: Any, act: Any, exported: Path) -> int:
+    """Compare the exported file's actions with the torch policy's (``act``) on a short rollout."""
     if args.verify_steps == 0:
         return 0
-    observations, torch_actions = rollout_observations(env, agent, args.verify_steps)
+    observations, torch_actions = rollout_observations(env, act, args.verify_steps)
     difference = (run_exported(exported, observations) - torch_actions).abs().max().item()
     print(f"unilab-export: exported vs torch on {observations.shape[0]} observations: max abs difference "
           f"{difference:.3g} (tolerance {args.tolerance:g})")

@@ -36,6 +36,7 @@ class Judged:
     wall_s: float | None
     acting: Callable[[Any], Callable[[dict[str, Any]], Any]]
     actor: str  # what acts: "averaged" or "latest" (of a checkpoint, or the one an export holds)
+    mirror_averaged: bool = False  # an export whose graph averages the actor with its own mirror
 
     def run_identity(self) -> tuple[Any, ...]:
         return self.task, self.backend, self.algo, self.env_overrides
@@ -166,4 +167,4 @@ def judged_export(path: Path) -> Judged:
     return Judged("policy", path, task, metadata["algo"], metadata["backend"], overrides,
                   int(metadata["trained_env_steps"]), metadata.get("trained_wall_s"), acting,
                   # exports written before averaged policies existed name no actor: they hold the latest
-                  metadata.get("actor", "latest"))
+                  metadata.get("actor", "latest"), bool(metadata.get("mirror_averaged", False)))

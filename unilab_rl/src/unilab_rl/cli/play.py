@@ -1,7 +1,9 @@
 """``unilab-play``: run K deterministic episodes of a checkpoint's policy and summarize them.
 
 The task, env overrides and algorithm come from the checkpoint; backend, num_envs and device
-may be changed. Exit codes: 0 done, 2 bad input.
+may be changed. ``--mirror-averaged`` plays the policy averaged with its own left-right mirror
+(``unilab_rl.symmetry.mirror_averaged``), as ``unilab-eval`` and ``unilab-export`` take it.
+Exit codes: 0 done, 2 bad input.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from unilab_rl.checkpoint import CheckpointError, load_checkpoint
 from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+from unilab_rl.symmetry import declared_mirrors, mirror_averaged
 
 EXIT_BAD_INPUT = 2
 # MUJOCO_GL platform -> the shared library its OpenGL loader opens. Without it, importing
@@ -37,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default=None, help="torch device (None: the env decides)")
     parser.add_argument("--episodes", type=int, default=16, help="deterministic episodes to summarize")
     parser.add_argument("--seed", type=int, default=1, help="env seed")
+    parser.add_argument("--mirror-averaged", action="store_true",
+                        help="play the policy averaged with its own left-right mirror (needs a task that declares "
+                             "its mirror)")
     parser.add_argument("--video", type=Path, help="write an mp4 of env 0's first episode (MuJoCo offscreen; "
                                                    "MUJOCO_GL=egl unless set)")
     return parser
@@ -65,6 +71,18 @@ def load_policy(document: dict[str, Any], env: RunnerEnv, latest_actor: bool = F
     agent = build_agent(document["algo"], spec, config, spec.device)
     agent.load_state_dict(document["agent"])
     return agent
+
+
+class MirrorAveragedActing:
+    """``agent`` acting deterministically, averaged with its own mirror: what ``run_episodes`` drives."""
+
+    def __init__(self, agent: Any, mirrors: dict[str, Any]) -> None:
+        self._act = mirror_averaged(lambda obs: agent.act(obs, deterministic=True), mirrors)
+
+    def act(self, obs: dict[str, torch.Tensor], deterministic: bool) -> torch.Tensor:
+        if not deterministic:
+            raise ValueError("a mirror-averaged policy acts deterministically only")
+        return self._act(obs)
 
 
 @torch.no_grad()
@@ -128,6 +146,8 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
         except RuntimeError as error:  # load_state_dict: the state does not fit the networks its config builds
             raise CheckpointError(f"checkpoint {args.checkpoint}: its learner state does not fit its own config "
                                   f"({str(error).splitlines()[0]})") from None
+        if args.mirror_averaged:
+            agent = MirrorAveragedActing(agent, declared_mirrors(env, document["task"]))
         if args.video is not None:
             from unilab_rl.cli.video import (
                 FirstEpisodeRecorder,  # leaf: mujoco + imageio
@@ -144,7 +164,7 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if recorder is not None:
         print(f"unilab-play: video {args.video} ({recorder.frames} frames of env 0's first episode)")
     print(f"unilab-play: task={document['task']} backend={backend} algo={document['algo']} "
-          f"actor={acting_actor(document)} trained_env_steps={document['counters']['env_steps']}")
+          f"actor={acting_actor(document)}{' mirror-averaged' if args.mirror_averaged else ''} trained_env_steps={document['counters']['env_steps']}")
     for key, value in {**summary, **{f"env/{k}": v for k, v in env_metrics.items()}}.items():
         print(f"  {key:40s} {value:.4f}")
     return 0
