@@ -196,3 +196,20 @@ def test_mirror_averaged_export_of_a_task_without_a_mirror_is_bad_input(tmp_path
                             "--mirror-averaged"]) == export_cli.EXIT_BAD_INPUT
     assert f"--mirror-averaged: task {TASK!r} declares no left-right mirror" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_from_a_source_tree_not_installed_records_no_version(tmp_path, checkpoints, monkeypatch):
+    import importlib.metadata
+
+    installed = importlib.metadata.version
+
+    def source_tree(name):
+        if name == "unilab-rl":  # as when the packages run from PYTHONPATH, not pip-installed
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", source_tree)
+    out = tmp_path / "policy.pt"
+    assert export_cli.main(["--checkpoint", str(checkpoints["fastsac"]), "--format", "torchscript", "--out", str(out),
+                            "--verify-steps", "0"]) == 0
+    assert read_metadata(out)["versions"] == {"unilab_rl": None, "torch": torch.__version__}

@@ -48,7 +48,6 @@ exported policy disagrees with torch.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import math
 import sys
 from pathlib import Path
@@ -59,6 +58,7 @@ import torch
 from unilab_rl.cli.judged import exported_name, run_checkpoints
 from unilab_rl.cli.play import acting_actor, load_policy
 from unilab_rl.cli.run_dir import is_run_file_name
+from unilab_rl.cli.run_record import installed_version
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import (
     EXPORT_FORMATS,
@@ -138,7 +138,8 @@ def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, ac
         "trained_env_steps": int(document["counters"]["env_steps"]),
         "trained_wall_s": float(document["counters"]["wall_s"]),
         "checkpoint": checkpoint.name, "actor": actor, "mirror_averaged": mirror_averaged,
-        "versions": {"unilab_rl": importlib.metadata.version("unilab-rl"), "torch": torch.__version__},
+        # None: run from a source tree, not installed (as a run record says it).
+        "versions": {"unilab_rl": installed_version("unilab-rl"), "torch": torch.__version__},
         "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
                   "normalization": "inside the graph: feed raw observations"},
         "output": {"name": "actions", "shape": ["batch", actions.action_dim], "dtype": "float32"},

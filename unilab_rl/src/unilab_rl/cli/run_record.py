@@ -41,13 +41,16 @@ class RunRecordError(ValueError):
 
 def versions() -> dict[str, str | None]:
     """Installed versions of the packages a run depends on (None: not installed)."""
-    found: dict[str, str | None] = {"python": sys.version.split()[0]}
-    for name in PACKAGES:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = None
-    return found
+    return {"python": sys.version.split()[0], **{name: installed_version(name) for name in PACKAGES}}
+
+
+def installed_version(name: str) -> str | None:
+    """The installed distribution ``name``'s version; None where it runs from a source tree
+    on the path, not installed."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def git_commit(where: Path | None = None) -> str:
