@@ -215,8 +215,8 @@ def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dic
             # any world's physics, and how it stepped (a backend that could not capture its step
             # graph steps eagerly and says why).
             # An export that averages inside its graph is not averaged again (it would act the same).
-            mirrored = args.mirror_averaged and not subject.mirror_averaged
-            reports[backend] = {**evaluation.run(env, _acting(subject, env, evaluation.task, mirrored)),
+            average_here = args.mirror_averaged and not subject.mirror_averaged
+            reports[backend] = {**evaluation.run(env, _acting(subject, env, evaluation.task, average_here)),
                                 "simulator": env.simulator_diagnostics()}
         finally:
             env.close()
