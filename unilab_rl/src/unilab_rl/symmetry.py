@@ -94,6 +94,7 @@ class MirrorAveragedPolicy(nn.Module):
             self.register_buffer(name, value.detach().clone())
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        action = self.policy(obs)
-        mirrored = self.policy(reflected(obs, (self.obs_index, self.obs_sign)))
-        return 0.5 * (action + reflected(mirrored, (self.action_index, self.action_sign)))
+        # The mirrors are read from the buffers at each call, so they follow the module's device.
+        mirrors = {"observations": {POLICY_GROUP: (self.obs_index, self.obs_sign)},
+                   "action": (self.action_index, self.action_sign)}
+        return mirror_averaged(lambda groups: self.policy(groups[POLICY_GROUP]), mirrors)({POLICY_GROUP: obs})
