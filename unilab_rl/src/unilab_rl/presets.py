@@ -107,8 +107,9 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # made 40.9-42.3M env steps and 29.9-30.9k updates, the cold one 33.8M and 24.6k). 4 updates
 # passed all 17 on 3 of seeds 0-6 (the others 15-16, three of them short of the 0.5 rad/s turn
 # in place; 36.1-37.8M env steps) and kept 0.51x of the env alone beside collection, against
-# 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs (3 have not been run
-# there); with the default target 15-17 in six runs (one all 17). FastSAC's single-axis share
+# 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs, with the default
+# target 15-17 in six runs (one all 17); 3 updates passed all 17 on seeds 0, 1 and 3 and 16 on
+# seed 2 (45.8-46.6M env steps) and kept 0.635x beside collection. FastSAC's single-axis share
 # (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them
 # at 9 and 5, so this entry leaves it out; so does symmetry augmentation at this update size
 # (symmetry_augmentation=true batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
@@ -182,7 +183,8 @@ PRESETS: dict[str, TrainingPreset] = {
         # FastSAC: 90 s, after which it passed all 17 on seeds 0-3 with the off-axis weights
         # (20.3-21.5M env steps), and on seeds 4, 5 and 7 of 4-7 once an env step's replay draws
         # were one (22.8-23.3M; seed 6: 15). FlashSAC: 3 minutes at its walking pace, after which
-        # it passed all 17 on 6 of seeds 0-7 on H100s (_FLASHSAC_WALK_PACE).
+        # it passed all 17 on 6 of seeds 0-7 on H100s and 3 of seeds 0-3 on an H200
+        # (_FLASHSAC_WALK_PACE).
         minutes={"fastsac": 1.5, "flashsac": 3.0},
         overrides={
             "flashsac": _flashsac_g1(_WALK_ACTION_SCALE, _FLASHSAC_WALK_PACE) + _LEARN_BESIDE_COLLECTION + _GRAPHED_ENV,
