@@ -2,6 +2,7 @@
 
     unilab-bench compare BASE.json HEAD.json [--baseline ORIGINAL.json] [--json OUT]
     unilab-bench compare RUN.json             # a ``matrix --base`` record (both sides, paired)
+    unilab-bench compare BASE.json HEAD.json --counts-only   # records measured on unlike machines
 
 The budget (docs/perf/README.md):
 
@@ -18,6 +19,12 @@ estimate (the worst of the paired samples) is inside the allowance. Verdicts per
 back to at least the base) and ``blocked``. A figure an older base lacks is not compared; one
 the base has and the head lacks blocks, since its gate was never applied. Exit code: 0 all
 pass, 1 some allowance used, 2 something blocked, 3 the records could not be read or compared.
+
+Two records measured apart on unlike machines (another GPU model, device or ``num_envs``, or
+on the host another CPU model or CPU count) are refused: their throughput and times say as much
+about the machines as about the code. ``--counts-only`` judges their per-step counts alone
+(host syncs, redundant physics). Kernel ops and Python calls per step are reported beside the
+verdicts, base and head, and not judged: a change may add ops on purpose.
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ THROUGHPUT = ("env_steps_per_s_streamed", "collector_steps_per_s_no_learning",
               "collector_steps_per_s_with_learning")
 SYNCS = ("host_syncs_per_env_step", "host_syncs_per_env_step_cuda")
 REDUNDANT = "redundant_physics_steps_in_reset"
+# Reported before -> after, not judged (what the optimization follow-up tracks).
+REPORTED = ("kernel_ops_per_env_step", "python_calls_per_env_step", "kernel_ops_per_collector_step")
 
 
 def allowance_for(task: str) -> float:
@@ -132,8 +141,27 @@ def judge_count(metric: str, base: list[float], head: list[float], what: str) ->
     return {"metric": metric, "verdict": PASS, "why": f"{b:g} -> {h:g} per step"}
 
 
+def measured_on(record: dict[str, Any]) -> dict[str, Any]:
+    """What a record's throughput and times depend on beyond the code: where and how wide it ran
+    (None where the record does not say)."""
+    settings, machine = record.get("settings") or {}, record.get("machine") or {}
+    device = settings.get("device")
+    where: dict[str, Any] = {"device": device, "num_envs": settings.get("num_envs")}
+    if device != "cpu":  # nvidia-smi's CSV line: index, name, driver, ...
+        where["gpus"] = [line.split(", ")[1] for line in machine.get("gpus") or [] if ", " in line] or None
+    if device != "cuda":  # the host plane's physics runs on the CPU's threads
+        where["cpu_model"], where["cpus"] = machine.get("cpu_model"), machine.get("sched_affinity")
+    return where
+
+
+def machine_differences(base: dict[str, Any], head: dict[str, Any]) -> list[str]:
+    """How two records' ``measured_on`` differ, over what both say."""
+    return [f"{key} {base[key]} -> {head[key]}" for key in base
+            if base[key] is not None and head.get(key) is not None and base[key] != head[key]]
+
+
 def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | None, paired: bool,
-                 baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+                 baseline: dict[str, Any] | None = None, counts_only: bool = False) -> dict[str, Any]:
     task = name.split("/")[1] if name.count("/") >= 2 else name
     if head is None or head.get("status") != "ok":
         reason = "case absent in head" if head is None else f"head: {head.get('status')}"
@@ -158,7 +186,7 @@ def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | 
             metrics.append({"metric": metric, "verdict": BLOCKED,
                             "why": "the base has this figure and the head none: nothing compared"})
 
-    if not smoke:
+    if not (smoke or counts_only):
         for metric in THROUGHPUT:
             line = _values(baseline, metric) if baseline and baseline.get("status") == "ok" else None
             judge(metric, lambda b, h, m=metric, line=line: judge_throughput(name, m, b, h, paired, allowance, line))
@@ -166,26 +194,32 @@ def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | 
     for metric in SYNCS:
         judge(metric, lambda b, h, m=metric: judge_count(m, b, h, "host sync"))
     judge(REDUNDANT, lambda b, h: judge_count(REDUNDANT, b, h, "redundant physics step in reset"))
+    reported = [{"metric": m, "base": max(b), "head": max(h)} for m in REPORTED
+                if (b := _values(base, m)) and (h := _values(head, m))]
     verdict = max((m["verdict"] for m in metrics), key=ORDER.__getitem__, default=PASS)
     worst = [m for m in metrics if m["verdict"] == verdict and verdict != PASS]
-    why = "; ".join(f"{m['metric']}: {m['why']}" for m in worst) or ("smoke: counts only" if smoke else "inside budget")
-    return {"case": name, "verdict": verdict, "why": why, "metrics": metrics, "smoke": smoke,
-            "allowance": allowance, "paired": paired}
+    counted = "smoke: counts only" if smoke else "measured apart: counts only" if counts_only else "inside budget"
+    why = "; ".join(f"{m['metric']}: {m['why']}" for m in worst) or counted
+    return {"case": name, "verdict": verdict, "why": why, "metrics": metrics, "reported": reported,
+            "smoke": smoke, "allowance": allowance, "paired": paired}
 
 
 def compare_records(base_cases: dict[str, Any], head_cases: dict[str, Any], paired: bool,
-                    baseline_cases: dict[str, Any] | None = None) -> dict[str, Any]:
+                    baseline_cases: dict[str, Any] | None = None, counts_only: bool = False) -> dict[str, Any]:
     results = [compare_case(name, base_cases.get(name), head_cases.get(name), paired,
-                            (baseline_cases or {}).get(name))
+                            (baseline_cases or {}).get(name), counts_only)
                for name in sorted(set(head_cases) | set(base_cases))]
     verdict = max((r["verdict"] for r in results), key=ORDER.__getitem__, default=PASS)
-    return {"verdict": verdict, "exit_code": EXIT[verdict], "paired": paired, "cases": results,
+    return {"verdict": verdict, "exit_code": EXIT[verdict], "paired": paired, "counts_only": counts_only,
+            "cases": results,
             "budget": {"allowance_by_task": ALLOWANCE_BY_TASK, "default_allowance": DEFAULT_ALLOWANCE,
                        "closeout_ceiling": CLOSEOUT_CEILING, "reset_done_growth_limit": RESET_DONE_GROWTH}}
 
 
 def format_table(result: dict[str, Any]) -> str:
     pairing = "paired per round" if result["paired"] else "unpaired (separate runs)"
+    if result.get("counts_only"):
+        pairing += "; per-step counts only"
     lines = [f"budget comparison ({pairing}): {result['verdict']} (exit {result['exit_code']})",
              "| case | verdict | metric | detail |", "|---|---|---|---|"]
     for r in result["cases"]:
@@ -193,14 +227,29 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(f"| {r['case']} | {r['verdict']} | - | {r['why']} |")
         for m in r["metrics"]:
             lines.append(f"| {r['case']} | {m['verdict']} | {m['metric']} | {m['why']} |")
+        for m in r.get("reported", ()):
+            lines.append(f"| {r['case']} | reported | {m['metric']} | {m['base']:g} -> {m['head']:g} per step |")
     return "\n".join(lines)
 
 
-def _sides(path: Path, side: str) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, Any]:
     record = json.loads(path.read_text())
     if record.get("benchmark") != "unilab_bench.matrix":
         raise ValueError(f"{path}: not a unilab-bench matrix record")
+    return record
+
+
+def _sides(record: dict[str, Any], side: str) -> dict[str, Any]:
     return {name: case.get(side) for name, case in record["cases"].items() if case.get(side) is not None}
+
+
+def _same_machine(base_path: Path, base: dict[str, Any], head_path: Path, head: dict[str, Any]) -> None:
+    """Refuse two records measured on unlike machines, naming how they differ."""
+    differences = machine_differences(measured_on(base), measured_on(head))
+    if differences:
+        raise ValueError(f"{base_path} and {head_path} were measured on unlike machines ({'; '.join(differences)}): "
+                         "their throughput and times do not compare. Measure both on one machine (matrix --base), "
+                         "or pass --counts-only to judge the per-step counts alone")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,21 +258,34 @@ def main(argv: list[str] | None = None) -> int:
                    help="BASE.json HEAD.json (the 'head' side of each), or one matrix --base record")
     p.add_argument("--baseline", type=Path, help="the migration's baseline record (closeout ceiling)")
     p.add_argument("--json", type=Path, help="write the comparison here")
+    p.add_argument("--counts-only", action="store_true",
+                   help="judge the per-step counts alone (host syncs, redundant physics): for records measured "
+                        "on unlike machines, which are otherwise refused")
     try:
         args = p.parse_args(argv)
     except SystemExit as stop:
         return EXIT_ERROR if stop.code else 0
     try:
         if len(args.records) == 1:
-            base, head, paired = _sides(args.records[0], "base"), _sides(args.records[0], "head"), True
+            head_record = _read(args.records[0])
+            base, head, paired = _sides(head_record, "base"), _sides(head_record, "head"), True
             if not base:
                 raise ValueError(f"{args.records[0]}: no base side; give BASE.json HEAD.json")
+            other_records = {}
         elif len(args.records) == 2:
-            base, head, paired = _sides(args.records[0], "head"), _sides(args.records[1], "head"), False
+            base_record, head_record = _read(args.records[0]), _read(args.records[1])
+            base, head, paired = _sides(base_record, "head"), _sides(head_record, "head"), False
+            other_records = {args.records[0]: base_record}
         else:
             raise ValueError("give BASE.json HEAD.json, or one matrix --base record")
-        baseline = _sides(args.baseline, "head") if args.baseline else None
-        result = compare_records(base, head, paired, baseline)
+        baseline_record = _read(args.baseline) if args.baseline else None
+        if baseline_record is not None:
+            other_records[args.baseline] = baseline_record
+        if not args.counts_only:
+            for path, record in other_records.items():
+                _same_machine(path, record, args.records[-1], head_record)
+        baseline = _sides(baseline_record, "head") if baseline_record is not None else None
+        result = compare_records(base, head, paired, baseline, args.counts_only)
     except (OSError, ValueError, KeyError) as error:
         print(f"unilab-bench compare: error: {error}", file=sys.stderr)
         return EXIT_ERROR

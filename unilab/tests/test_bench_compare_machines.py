@@ -1,0 +1,82 @@
+"""unilab-bench compare on records measured on unlike machines: refused unless --counts-only,
+which judges the per-step counts alone; kernel ops and Python calls reported, not judged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from unilab_bench import compare
+
+CASE = "flashsac/g1_walk_flat/mjwarp"
+H200 = "0, NVIDIA H200, 580.159.04, 143771 MiB, 1980 MHz, 700.00 W, Enabled"
+H100 = "0, NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB, 1980 MHz, 700.00 W, Enabled"
+
+
+def _side(rate=1000.0, syncs=0.0, kernel_ops=159.0):
+    return {"status": "ok", "smoke": False, "samples": [
+        {"env_steps_per_s_streamed": rate, "reset_done_ms": 1.0, "host_syncs_per_env_step": syncs,
+         "redundant_physics_steps_in_reset": 0.0, "kernel_ops_per_env_step": kernel_ops,
+         "python_calls_per_env_step": 513.0} for _ in range(3)]}
+
+
+def _record(path: Path, side: dict, gpus=(H200,), device="cuda", num_envs=4096, cpu="Xeon", cpus=16) -> str:
+    machine = {"gpus": list(gpus) if gpus else None, "cpu_model": cpu, "sched_affinity": cpus}
+    path.write_text(json.dumps({"benchmark": "unilab_bench.matrix", "machine": machine,
+                                "settings": {"device": device, "num_envs": num_envs},
+                                "cases": {CASE: {"head": side}}}))
+    return str(path)
+
+
+def test_records_from_two_gpu_models_are_refused_naming_both(tmp_path, capsys):
+    base = _record(tmp_path / "base.json", _side())
+    head = _record(tmp_path / "head.json", _side(rate=1500.0), gpus=(H100,))
+    assert compare.main([base, head]) == compare.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "NVIDIA H200" in err and "NVIDIA H100 80GB HBM3" in err and "--counts-only" in err
+
+
+def test_a_baseline_from_another_machine_is_refused_too(tmp_path, capsys):
+    base = _record(tmp_path / "base.json", _side())
+    head = _record(tmp_path / "head.json", _side())
+    baseline = _record(tmp_path / "line.json", _side(), num_envs=1024)
+    assert compare.main([base, head]) == 0
+    assert compare.main([base, head, "--baseline", baseline]) == compare.EXIT_ERROR
+    assert "num_envs 1024 -> 4096" in capsys.readouterr().err
+
+
+def test_host_records_differ_by_cpu_model_or_count_and_not_by_gpu(tmp_path):
+    base = _record(tmp_path / "base.json", _side(), gpus=None, device="cpu", num_envs=64)
+    same_cpu = _record(tmp_path / "same.json", _side(), gpus=(H100,), device="cpu", num_envs=64)
+    fewer = _record(tmp_path / "fewer.json", _side(), gpus=None, device="cpu", num_envs=64, cpus=2)
+    other = _record(tmp_path / "other.json", _side(), gpus=None, device="cpu", num_envs=64, cpu="EPYC")
+    assert compare.main([base, same_cpu]) == 0
+    assert compare.main([base, fewer]) == compare.EXIT_ERROR
+    assert compare.main([base, other]) == compare.EXIT_ERROR
+
+
+def test_counts_only_skips_throughput_and_still_blocks_a_new_host_sync(tmp_path, capsys):
+    base = _record(tmp_path / "base.json", _side())
+    slower = _record(tmp_path / "slow.json", _side(rate=100.0), gpus=(H100,))
+    synced = _record(tmp_path / "sync.json", _side(syncs=1.0), gpus=(H100,))
+    assert compare.main([base, slower, "--counts-only"]) == 0
+    out = capsys.readouterr().out
+    assert "per-step counts only" in out and "env_steps_per_s_streamed" not in out
+    assert compare.main([base, synced, "--counts-only"]) == 2
+
+
+def test_records_that_do_not_say_where_they_ran_are_compared():
+    # Older records carry no machine or settings: nothing is known to differ.
+    assert compare.machine_differences(compare.measured_on({}), compare.measured_on({"settings": {"device": "cuda"}})) == []
+
+
+def test_kernel_ops_and_python_calls_are_reported_and_do_not_change_the_verdict(tmp_path, capsys):
+    base = _record(tmp_path / "base.json", _side())
+    head = _record(tmp_path / "head.json", _side(kernel_ops=167.0))
+    assert compare.main([base, head]) == 0
+    out = capsys.readouterr().out
+    assert f"| {CASE} | reported | kernel_ops_per_env_step | 159 -> 167 per step |" in out
+    assert "python_calls_per_env_step | 513 -> 513 per step" in out
+    result = compare.compare_case(CASE, _side(), _side(kernel_ops=167.0), paired=True)
+    assert result["verdict"] == compare.PASS
+    assert {"metric": "kernel_ops_per_env_step", "base": 159.0, "head": 167.0} in result["reported"]
