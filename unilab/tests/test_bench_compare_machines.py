@@ -45,7 +45,7 @@ def test_a_baseline_from_another_machine_is_refused_too(tmp_path, capsys):
     assert "num_envs 1024 -> 4096" in capsys.readouterr().err
 
 
-def test_host_records_differ_by_cpu_model_or_count_and_not_by_gpu(tmp_path):
+def test_records_differ_by_cpu_model_or_count_and_host_records_not_by_gpu(tmp_path):
     base = _record(tmp_path / "base.json", _side(), gpus=None, device="cpu", num_envs=64)
     same_cpu = _record(tmp_path / "same.json", _side(), gpus=(H100,), device="cpu", num_envs=64)
     fewer = _record(tmp_path / "fewer.json", _side(), gpus=None, device="cpu", num_envs=64, cpus=2)
@@ -53,6 +53,8 @@ def test_host_records_differ_by_cpu_model_or_count_and_not_by_gpu(tmp_path):
     assert compare.main([base, same_cpu]) == 0
     assert compare.main([base, fewer]) == compare.EXIT_ERROR
     assert compare.main([base, other]) == compare.EXIT_ERROR
+    gpu_run = _record(tmp_path / "gpu.json", _side())
+    assert compare.main([gpu_run, _record(tmp_path / "gpu-epyc.json", _side(), cpu="EPYC")]) == compare.EXIT_ERROR
 
 
 def test_counts_only_skips_throughput_and_still_blocks_a_new_host_sync(tmp_path, capsys):

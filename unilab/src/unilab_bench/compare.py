@@ -20,8 +20,8 @@ back to at least the base) and ``blocked``. A figure an older base lacks is not 
 the base has and the head lacks blocks, since its gate was never applied. Exit code: 0 all
 pass, 1 some allowance used, 2 something blocked, 3 the records could not be read or compared.
 
-Two records measured apart on unlike machines (another GPU model, device or ``num_envs``, or
-on the host another CPU model or CPU count) are refused: their throughput and times say as much
+Two records measured on unlike machines (another GPU model, CPU model or CPU count, device or
+``num_envs``) are refused: their throughput and times say as much
 about the machines as about the code. ``--counts-only`` judges their per-step counts alone
 (host syncs, redundant physics). Kernel ops and Python calls per step are reported beside the
 verdicts, base and head, and not judged: a change may add ops on purpose.
@@ -149,8 +149,8 @@ def measured_on(record: dict[str, Any]) -> dict[str, Any]:
     where: dict[str, Any] = {"device": device, "num_envs": settings.get("num_envs")}
     if device != "cpu":  # nvidia-smi's CSV line: index, name, driver, ...
         where["gpus"] = [line.split(", ")[1] for line in machine.get("gpus") or [] if ", " in line] or None
-    if device != "cuda":  # the host plane's physics runs on the CPU's threads
-        where["cpu_model"], where["cpus"] = machine.get("cpu_model"), machine.get("sched_affinity")
+    # The host plane's physics runs on the CPU's threads, and a GPU step is launched from the CPU.
+    where["cpu_model"], where["cpus"] = machine.get("cpu_model"), machine.get("sched_affinity")
     return where
 
 
