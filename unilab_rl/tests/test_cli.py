@@ -438,6 +438,7 @@ def test_start_up_says_when_python_writes_no_bytecode(tmp_path, capsys, monkeypa
     assert json.loads((out / "summary.json").read_text())["writes_bytecode"] is writes_bytecode
     printed = capsys.readouterr().out
     assert ("this Python writes no bytecode" in printed) is (not writes_bytecode)
+    assert ("Unset PYTHONDONTWRITEBYTECODE" in printed) is (not writes_bytecode)  # and how to keep it
 
 
 def test_a_resume_may_turn_the_averaged_policy_on(tmp_path):
