@@ -77,6 +77,7 @@ def _rollout(document, steps=48):
         env.close()
 
 
+@pytest.mark.filterwarnings("error::torch.jit.TracerWarning")
 @pytest.mark.parametrize("algo", ALGOS)
 def test_onnx_policy_run_by_onnxruntime_matches_torch_on_env_observations(tmp_path, checkpoints, algo, capsys):
     out = tmp_path / "policy.onnx"
@@ -93,6 +94,8 @@ def test_onnx_policy_run_by_onnxruntime_matches_torch_on_env_observations(tmp_pa
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:DeprecationWarning")
+# The trace branches on no size in Python (the GEMM padding pads by what the graph computes).
+@pytest.mark.filterwarnings("error::torch.jit.TracerWarning")
 @pytest.mark.parametrize("algo", ALGOS)
 def test_torchscript_policy_matches_torch_on_env_observations(tmp_path, checkpoints, algo):
     out = tmp_path / "policy.pt"

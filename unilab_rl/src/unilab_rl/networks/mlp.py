@@ -16,7 +16,9 @@ GEMM_MULTIPLE = 8
 def zero_pad_to_gemm_multiple(t: torch.Tensor, dim: int) -> torch.Tensor:
     """``t`` with zeros appended along ``dim`` up to a multiple of GEMM_MULTIPLE."""
     pad = -t.shape[dim] % GEMM_MULTIPLE
-    if not pad:
+    # Under torch.jit.trace (export) sizes are tensors: the graph then pads by the amount it
+    # computes from the input, a no-op where it is 0, instead of baking in a Python branch.
+    if not isinstance(pad, torch.Tensor) and not pad:
         return t
     return nn.functional.pad(t, [0, 0] * (t.ndim - 1 - dim % t.ndim) + [0, pad])
 
