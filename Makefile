@@ -17,7 +17,7 @@ install:
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,export,ppo]" -e ./ci -r requirements-dev.txt
-	$(PY) -m unilab.assets.robot_files
+	$(VENV)/bin/unilab-fetch-assets
 	$(VENV)/bin/unilab-motion fetch
 
 g1-scene:
