@@ -1,5 +1,6 @@
-"""unilab-bench compare on records measured on unlike machines: refused unless --counts-only,
-which judges the per-step counts alone; kernel ops and Python calls reported, not judged."""
+"""unilab-bench compare on records not measured alike (machines, widths, timing windows): refused
+unless --counts-only, which judges the per-step counts alone; kernel ops and Python calls
+reported, not judged."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ def _side(rate=1000.0, syncs=0.0, kernel_ops=159.0):
          "python_calls_per_env_step": 513.0} for _ in range(3)]}
 
 
-def _record(path: Path, side: dict, gpus=(H200,), device="cuda", num_envs=4096, cpu="Xeon", cpus=16) -> str:
+def _record(path: Path, side: dict, gpus=(H200,), device="cuda", num_envs=4096, cpu="Xeon", cpus=16,
+            **timing) -> str:
     machine = {"gpus": list(gpus) if gpus else None, "cpu_model": cpu, "sched_affinity": cpus}
-    path.write_text(json.dumps({"benchmark": "unilab_bench.matrix", "machine": machine,
-                                "settings": {"device": device, "num_envs": num_envs},
+    settings = {"device": device, "num_envs": num_envs, "env_steps": 200, "env_warmup": 50,
+                "collector_seconds": 2.0, "rounds": 3} | timing
+    path.write_text(json.dumps({"benchmark": "unilab_bench.matrix", "machine": machine, "settings": settings,
                                 "cases": {CASE: {"head": side}}}))
     return str(path)
 
@@ -57,6 +60,14 @@ def test_records_differ_by_cpu_model_or_count_and_host_records_not_by_gpu(tmp_pa
     assert compare.main([gpu_run, _record(tmp_path / "gpu-epyc.json", _side(), cpu="EPYC")]) == compare.EXIT_ERROR
 
 
+def test_records_timed_over_other_windows_are_refused_and_more_rounds_are_not(tmp_path, capsys):
+    base = _record(tmp_path / "base.json", _side())
+    assert compare.main([base, _record(tmp_path / "rounds.json", _side(), rounds=5)]) == 0
+    assert compare.main([base, _record(tmp_path / "long.json", _side(), collector_seconds=4.0)]) == compare.EXIT_ERROR
+    assert "collector_seconds 2.0 -> 4.0" in capsys.readouterr().err
+    assert compare.main([base, _record(tmp_path / "warm.json", _side(), env_warmup=10)]) == compare.EXIT_ERROR
+
+
 def test_counts_only_skips_throughput_and_still_blocks_a_new_host_sync(tmp_path, capsys):
     base = _record(tmp_path / "base.json", _side())
     slower = _record(tmp_path / "slow.json", _side(rate=100.0), gpus=(H100,))
@@ -69,7 +80,7 @@ def test_counts_only_skips_throughput_and_still_blocks_a_new_host_sync(tmp_path,
 
 def test_records_that_do_not_say_where_they_ran_are_compared():
     # Older records carry no machine or settings: nothing is known to differ.
-    assert compare.machine_differences(compare.measured_on({}), compare.measured_on({"settings": {"device": "cuda"}})) == []
+    assert compare.measurement_differences(compare.measured_on({}), compare.measured_on({"settings": {"device": "cuda"}})) == []
 
 
 def test_kernel_ops_and_python_calls_are_reported_and_do_not_change_the_verdict(tmp_path, capsys):

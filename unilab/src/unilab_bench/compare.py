@@ -2,7 +2,7 @@
 
     unilab-bench compare BASE.json HEAD.json [--baseline ORIGINAL.json] [--json OUT]
     unilab-bench compare RUN.json             # a ``matrix --base`` record (both sides, paired)
-    unilab-bench compare BASE.json HEAD.json --counts-only   # records measured on unlike machines
+    unilab-bench compare BASE.json HEAD.json --counts-only   # records not measured alike
 
 The budget (docs/perf/README.md):
 
@@ -20,9 +20,9 @@ back to at least the base) and ``blocked``. A figure an older base lacks is not 
 the base has and the head lacks blocks, since its gate was never applied. Exit code: 0 all
 pass, 1 some allowance used, 2 something blocked, 3 the records could not be read or compared.
 
-Two records measured on unlike machines (another GPU model, CPU model or CPU count, device or
-``num_envs``) are refused: their throughput and times say as much
-about the machines as about the code. ``--counts-only`` judges their per-step counts alone
+Two records not measured alike (another GPU model, CPU model or CPU count, device, ``num_envs``,
+or timing windows: ``env_steps``, ``env_warmup``, ``collector_seconds``) are refused: their
+throughput and times would say as much about the measurement as about the code. ``--counts-only`` judges their per-step counts alone
 (host syncs, redundant physics). Kernel ops and Python calls per step are reported beside the
 verdicts, base and head, and not judged: a change may add ops on purpose.
 """
@@ -141,12 +141,17 @@ def judge_count(metric: str, base: list[float], head: list[float], what: str) ->
     return {"metric": metric, "verdict": PASS, "why": f"{b:g} -> {h:g} per step"}
 
 
+# The matrix's timing windows: a longer window or warm-up can time another figure.
+TIMING_SETTINGS = ("env_steps", "env_warmup", "collector_seconds")
+
+
 def measured_on(record: dict[str, Any]) -> dict[str, Any]:
-    """What a record's throughput and times depend on beyond the code: where and how wide it ran
-    (None where the record does not say)."""
+    """What a record's throughput and times depend on beyond the code: where and how wide it ran,
+    and its timing windows (None where the record does not say)."""
     settings, machine = record.get("settings") or {}, record.get("machine") or {}
     device = settings.get("device")
     where: dict[str, Any] = {"device": device, "num_envs": settings.get("num_envs")}
+    where |= {key: settings.get(key) for key in TIMING_SETTINGS}
     if device != "cpu":  # nvidia-smi's CSV line: index, name, driver, ...
         where["gpus"] = [line.split(", ")[1] for line in machine.get("gpus") or [] if ", " in line] or None
     # The host plane's physics runs on the CPU's threads, and a GPU step is launched from the CPU.
@@ -154,7 +159,7 @@ def measured_on(record: dict[str, Any]) -> dict[str, Any]:
     return where
 
 
-def machine_differences(base: dict[str, Any], head: dict[str, Any]) -> list[str]:
+def measurement_differences(base: dict[str, Any], head: dict[str, Any]) -> list[str]:
     """How two records' ``measured_on`` differ, over what both say."""
     return [f"{key} {base[key]} -> {head[key]}" for key in base
             if base[key] is not None and head.get(key) is not None and base[key] != head[key]]
@@ -243,12 +248,12 @@ def _sides(record: dict[str, Any], side: str) -> dict[str, Any]:
     return {name: case.get(side) for name, case in record["cases"].items() if case.get(side) is not None}
 
 
-def _same_machine(base_path: Path, base: dict[str, Any], head_path: Path, head: dict[str, Any]) -> None:
-    """Refuse two records measured on unlike machines, naming how they differ."""
-    differences = machine_differences(measured_on(base), measured_on(head))
+def _measured_alike(base_path: Path, base: dict[str, Any], head_path: Path, head: dict[str, Any]) -> None:
+    """Refuse two records not measured alike, naming how they differ."""
+    differences = measurement_differences(measured_on(base), measured_on(head))
     if differences:
-        raise ValueError(f"{base_path} and {head_path} were measured on unlike machines ({'; '.join(differences)}): "
-                         "their throughput and times do not compare. Measure both on one machine (matrix --base), "
+        raise ValueError(f"{base_path} and {head_path} were not measured alike ({'; '.join(differences)}): "
+                         "their throughput and times do not compare. Measure both alike on one machine (matrix --base), "
                          "or pass --counts-only to judge the per-step counts alone")
 
 
@@ -260,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the comparison here")
     p.add_argument("--counts-only", action="store_true",
                    help="judge the per-step counts alone (host syncs, redundant physics): for records measured "
-                        "on unlike machines, which are otherwise refused")
+                        "unalike (another machine or timing window), which are otherwise refused")
     try:
         args = p.parse_args(argv)
     except SystemExit as stop:
@@ -283,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             other_records[args.baseline] = baseline_record
         if not args.counts_only:
             for path, record in other_records.items():
-                _same_machine(path, record, args.records[-1], head_record)
+                _measured_alike(path, record, args.records[-1], head_record)
         baseline = _sides(baseline_record, "head") if baseline_record is not None else None
         result = compare_records(base, head, paired, baseline, args.counts_only)
     except (OSError, ValueError, KeyError) as error:
