@@ -67,6 +67,8 @@ class Collector:
         # False for rows whose current observation is the zeros a quarantine put in place of a
         # non-finite one: the next transition of such a row starts from no real state.
         self.obs_is_real = torch.ones(spec.num_envs, dtype=torch.bool, device=device)
+        # A Python 0.0 in torch.where becomes a new device tensor, a fill kernel, on every call.
+        self.zero = torch.zeros((), device=device)
         self.env_log_sums: dict[str, torch.Tensor] = {}
         self.env_log_count = 0
         self.steps = 0
@@ -94,8 +96,8 @@ class Collector:
         with self.timer.phase("replay"):
             final_obs: Observation = info[INFO_FINAL_OBS]
             finite = self._finite_rows(next_obs, reward, final_obs)
-            reward = torch.where(finite, reward, 0.0)
-            next_obs = {g: torch.where(finite[:, None], v, 0.0) for g, v in next_obs.items()}
+            reward = torch.where(finite, reward, self.zero)
+            next_obs = {g: torch.where(finite[:, None], v, self.zero) for g, v in next_obs.items()}
             done = terminated | truncated
             bootstrap_obs = {
                 g: torch.where((done & finite)[:, None], final_obs[g], next_obs[g]) for g in self.spec.observation_spec

@@ -40,6 +40,8 @@ class RewardManager:
         self.num_components = len(self.components)
         self.episode_sums = torch.zeros(env.num_envs, self.num_components, device=env.device)
         self.reward = torch.zeros(env.num_envs, device=env.device)
+        # A Python 0.0 in torch.where becomes a new device tensor, a fill kernel, on every call.
+        self._zero = torch.zeros((), device=env.device)
         self.last_components: torch.Tensor | None = None  # weighted (N, K) of the last step
         # Per-episode sums of each weighted component, averaged over the episodes that end.
         self.metric_slot = env.metric_manager.declare([f"reward/{c}" for c in self.components], "episode",
@@ -65,7 +67,7 @@ class RewardManager:
         if metrics is not None:
             # Selected with where, not multiplied by the mask: a running row whose sum is NaN or
             # inf (a diverged world) would give 0 * nan = nan and spoil the totals of the episodes
-            # that did end. One kernel either way.
-            metrics.add(self.metric_slot, torch.where(mask, self.episode_sums, 0.0).sum(dim=0))
+            # that did end. One kernel either way, against the preallocated zero.
+            metrics.add(self.metric_slot, torch.where(mask, self.episode_sums, self._zero).sum(dim=0))
         self.episode_sums.masked_fill_(mask, 0.0)
         reset_terms(self.terms, done)
