@@ -310,7 +310,9 @@ class GenesisBackend(SimBackend):
                 self._contact_slots = torch.arange(link_a.shape[-1], dtype=torch.int32, device=link_a.device)
             live = self._contact_slots < n_contacts[:, None]  # slots past an env's count are stale
             stride = self._pair_stride
-            pair = torch.where(live, link_b.add(link_a, alpha=stride).add_(stride + 1), 0)
+            # Stale slots to row 0 by a multiply in place: torch.where against a Python 0 would make
+            # a device tensor of it, a fill kernel, at every step.
+            pair = link_b.add(link_a, alpha=stride).add_(stride + 1).mul_(live)
             # (N, C, rows): the table's rows for each contact, by index_select (a plain row copy; advanced
             # indexing gives the same values ~3x slower on CPU)
             sign = torch.index_select(self._pair_sign, 0, pair.flatten()).view(*pair.shape, self._pair_sign.shape[1])
