@@ -58,6 +58,8 @@ class ReplayBuffer:
         self.write_index = 0
         self.size = 0
         self.gamma_powers = gamma ** torch.arange(n_step + 1, dtype=torch.float32, device=device)
+        # A Python 0.0 in torch.where becomes a new device tensor, a fill kernel, on every call.
+        self.zero = torch.zeros((), device=device)
 
     def __len__(self) -> int:
         """Transitions stored, summed over envs."""
@@ -151,7 +153,7 @@ class ReplayBuffer:
             in_buffer = age + k < self.size
             take = still_open & in_buffer
             index = (start + k) % self.capacity
-            ret += torch.where(take, self.gamma_powers[k] * self.reward[index, env], 0.0)
+            ret += torch.where(take, self.gamma_powers[k] * self.reward[index, env], self.zero)
             last = torch.where(take, index, last)
             steps_summed += take.long()
             terminated |= take & self.terminated[index, env]
