@@ -162,7 +162,7 @@ class FlashSAC:
         draw = torch.rand(rows.shape[0], device=self.device)
         hold = torch.searchsorted(self.noise_hold_cdf, draw).clamp(max=self.config.noise_repeat_max - 1) + 1
         self.noise_hold = torch.where(rows, hold, self.noise_hold)
-        self.noise_age = torch.where(rows, torch.zeros_like(self.noise_age), self.noise_age)
+        self.noise_age = self.noise_age.masked_fill(rows, 0)  # one kernel: no zeros tensor to select from
 
     def deterministic_policy(self) -> torch.nn.Module:
         """A frozen copy of what ``act(obs, deterministic=True)`` computes, as one module
