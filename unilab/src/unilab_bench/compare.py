@@ -22,9 +22,10 @@ pass, 1 some allowance used, 2 something blocked, 3 the records could not be rea
 
 Two records not measured alike (another GPU model, CPU model or CPU count, device, ``num_envs``,
 or timing windows: ``env_steps``, ``env_warmup``, ``collector_seconds``) are refused: their
-throughput and times would say as much about the measurement as about the code. ``--counts-only`` judges their per-step counts alone
-(host syncs, redundant physics). Kernel ops and Python calls per step are reported beside the
-verdicts, base and head, and not judged: a change may add ops on purpose.
+throughput and times would say as much about the measurement as about the code.
+``--counts-only`` judges their per-step counts alone (host syncs, redundant physics). Kernel ops
+and Python calls per step are reported beside the verdicts, base and head, and not judged: a
+change may add ops on purpose.
 """
 
 from __future__ import annotations
@@ -203,7 +204,7 @@ def compare_case(name: str, base: dict[str, Any] | None, head: dict[str, Any] | 
                 if (b := _values(base, m)) and (h := _values(head, m))]
     verdict = max((m["verdict"] for m in metrics), key=ORDER.__getitem__, default=PASS)
     worst = [m for m in metrics if m["verdict"] == verdict and verdict != PASS]
-    counted = "smoke: counts only" if smoke else "measured apart: counts only" if counts_only else "inside budget"
+    counted = "smoke: counts only" if smoke else "not measured alike: counts only" if counts_only else "inside budget"
     why = "; ".join(f"{m['metric']}: {m['why']}" for m in worst) or counted
     return {"case": name, "verdict": verdict, "why": why, "metrics": metrics, "reported": reported,
             "smoke": smoke, "allowance": allowance, "paired": paired}
