@@ -29,6 +29,7 @@ def operand_pairs():
     yield "broadcast", random_quats(64, 1, seed=4), random_quats(64, 15, seed=5)
     yield "one quaternion", random_quats(seed=6), random_quats(64, 15, seed=7)
     yield "odd-offset slice", qpos[:, 3:7], random_quats(64, seed=8)
+    yield "one-row odd-offset slice", qpos[:1, 3:7], random_quats(1, seed=16)  # contiguous, odd offset
     yield "transposed", random_quats(15, 64, seed=9).transpose(0, 1), random_quats(64, 15, seed=10)
     yield "float64", random_quats(32, seed=11, dtype=torch.float64), random_quats(32, seed=12, dtype=torch.float64)
 

@@ -106,9 +106,10 @@ _HAS_COMPLEX = (torch.float32, torch.float64)  # dtypes with a complex counterpa
 
 def _as_complex_pair(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(w + x i, y + z i) of (..., 4) wxyz quaternions: views where the layout allows (pairs
-    of floats on even offsets), else of a contiguous copy (a slice such as qpos[:, 3:7])."""
+    of floats on even offsets), else of a fresh copy (a slice such as qpos[:, 3:7]; a clone,
+    since ``contiguous()`` keeps the odd offset of a one-row slice, which it counts contiguous)."""
     if q.stride(-1) != 1 or q.storage_offset() % 2 or any(st % 2 for st in q.stride()[:-1]):
-        q = q.contiguous()
+        q = q.clone(memory_format=torch.contiguous_format)
     return torch.view_as_complex(q.reshape(*q.shape[:-1], 2, 2)).unbind(-1)
 
 
