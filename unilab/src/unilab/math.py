@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 _CONSTANTS: dict = {}
@@ -108,7 +110,9 @@ def _as_complex_pair(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(w + x i, y + z i) of (..., 4) wxyz quaternions: views where the layout allows (pairs
     of floats on even offsets), else of a fresh copy (a slice such as qpos[:, 3:7]; a clone,
     since ``contiguous()`` keeps the odd offset of a one-row slice, which it counts contiguous)."""
-    if q.stride(-1) != 1 or q.storage_offset() % 2 or any(st % 2 for st in q.stride()[:-1]):
+    # gcd(2, offset, strides...) is 2 exactly when all are even (one call, where a generator
+    # over the strides would be one per stride on every product).
+    if q.stride(-1) != 1 or math.gcd(2, q.storage_offset(), *q.stride()[:-1]) != 2:
         q = q.clone(memory_format=torch.contiguous_format)
     return torch.view_as_complex(q.reshape(*q.shape[:-1], 2, 2)).unbind(-1)
 
