@@ -102,7 +102,8 @@ def _quat_mul_bilinear(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # Written as a pair of complex numbers, q = (w + x i) + (y + z i) j, the product is
 # (a1 + a2 j)(b1 + b2 j) = (a1 b1 - a2 conj(b2)) + (a1 b2 + a2 conj(b1)) j: four complex
 # multiplies, each one loop over every quaternion: 5-9x faster on a CPU for 1024 x 14 or 15
-# quaternions (as fast for 1024), where a GPU would run 7 kernels for the bilinear form's 2.
+# quaternions (as fast for 1024), where a GPU would run 9 kernels (the two conjugates are copies)
+# for the bilinear form's 2.
 _HAS_COMPLEX = (torch.float32, torch.float64)  # dtypes with a complex counterpart on a CPU
 
 
