@@ -93,3 +93,24 @@ def test_kernel_ops_and_python_calls_are_reported_and_do_not_change_the_verdict(
     result = compare.compare_case(CASE, _side(), _side(kernel_ops=167.0), paired=True)
     assert result["verdict"] == compare.PASS
     assert {"metric": "kernel_ops_per_env_step", "base": 159.0, "head": 167.0} in result["reported"]
+
+
+def _lscpu(model: int, stepping: int) -> str:
+    return f"Model name:   Intel(R) Xeon(R) Processor\nCPU family:   6\nModel:        {model}\nStepping:     {stepping}\n"
+
+
+def test_hosts_whose_virtual_cpus_share_a_name_are_told_apart_by_family_model_and_stepping(tmp_path, capsys):
+    def record(name: str, lscpu: str | None) -> str:
+        path = Path(_record(tmp_path / name, _side(), gpus=(H100,), cpu="Intel(R) Xeon(R) Processor"))
+        data = json.loads(path.read_text())
+        data["machine"]["lscpu"] = lscpu
+        path.write_text(json.dumps(data))
+        return str(path)
+
+    sapphire = record("a.json", _lscpu(143, 8))
+    assert compare.main([sapphire, record("b.json", _lscpu(143, 8))]) == 0
+    assert compare.main([sapphire, record("c.json", _lscpu(207, 2))]) == compare.EXIT_ERROR
+    assert "cpu_family_model_stepping 6/143/8 -> 6/207/2" in capsys.readouterr().err
+    # A record without lscpu (or one that lacks a field) says nothing about it: not a difference.
+    assert compare.main([sapphire, record("d.json", None)]) == 0
+    assert compare.main([sapphire, record("e.json", "CPU family: 6\nModel: 207\n")]) == 0

@@ -361,6 +361,21 @@ def test_units_measured_on_another_machine_are_refused(tmp_path):
         matrix_units.prepare_units(units, tmp_path)
 
 
+def test_units_from_a_host_with_another_cpu_but_the_same_name_and_gpus_are_refused(tmp_path, monkeypatch):
+    # One cloud's hosts can share a hostname and a GPU model; lscpu still tells their CPUs apart.
+    def host(model: int):
+        lscpu = f"Model name: Intel(R) Xeon(R) Processor\nCPU family: 6\nModel: {model}\nStepping: 2\n"
+        return lambda: {"gpus": ["0, NVIDIA H100 80GB HBM3"], "lscpu": lscpu}
+
+    units = tmp_path / "units"
+    monkeypatch.setattr(matrix_units, "machine", host(143))
+    matrix_units.prepare_units(units, tmp_path)
+    assert matrix_units.prepare_units(units, tmp_path) == units
+    monkeypatch.setattr(matrix_units, "machine", host(207))
+    with pytest.raises(ValueError, match="--units .*6/143/2.*6/207/2"):
+        matrix_units.prepare_units(units, tmp_path)
+
+
 def test_a_run_cut_short_leaves_a_record_of_the_rounds_it_finished(tmp_path, monkeypatch):
     def cut_short(cases, settings, trees, units, on_round=None):
         results = {c.name: {"head": {"status": "ok", "smoke": False, "samples": [{}], "units": [], "stats": {}}}

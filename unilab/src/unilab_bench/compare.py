@@ -20,8 +20,9 @@ back to at least the base) and ``blocked``. A figure an older base lacks is not 
 the base has and the head lacks blocks, since its gate was never applied. Exit code: 0 all
 pass, 1 some allowance used, 2 something blocked, 3 the records could not be read or compared.
 
-Two records not measured alike (another GPU model, CPU model or CPU count, device, ``num_envs``,
-or timing windows: ``env_steps``, ``env_warmup``, ``collector_seconds``) are refused: their
+Two records not measured alike (another GPU model; another CPU by name or, where a virtual
+machine names every CPU alike, by lscpu's family, model and stepping; another CPU count, device,
+``num_envs``, or timing windows: ``env_steps``, ``env_warmup``, ``collector_seconds``) are refused: their
 throughput and times would say as much about the measurement as about the code.
 ``--counts-only`` judges their per-step counts alone (host syncs, redundant physics). Kernel ops
 and Python calls per step are reported beside the verdicts, base and head, and not judged: a
@@ -36,6 +37,8 @@ import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+from unilab_bench.machine_info import cpu_identity
 
 PASS, ALLOWANCE, BLOCKED = "pass", "allowance used", "blocked"
 # A base that lacks the case (its task or runner) leaves nothing to compare, and that is no fault.
@@ -157,6 +160,7 @@ def measured_on(record: dict[str, Any]) -> dict[str, Any]:
         where["gpus"] = [line.split(", ")[1] for line in machine.get("gpus") or [] if ", " in line] or None
     # The host plane's physics runs on the CPU's threads, and a GPU step is launched from the CPU.
     where["cpu_model"], where["cpus"] = machine.get("cpu_model"), machine.get("sched_affinity")
+    where["cpu_family_model_stepping"] = cpu_identity(machine.get("lscpu"))
     return where
 
 

@@ -49,6 +49,15 @@ def machine() -> dict[str, Any]:
     }
 
 
+def cpu_identity(lscpu: str | None) -> str | None:
+    """The CPU's family, model and stepping as lscpu gives them ("6/143/8"), or None. A virtual
+    machine may name every host's CPU alike ("Intel(R) Xeon(R) Processor"); these numbers still
+    tell two CPU generations apart."""
+    fields = dict(line.split(":", 1) for line in (lscpu or "").splitlines() if ":" in line)
+    values = [fields.get(key, "").strip() for key in ("CPU family", "Model", "Stepping")]
+    return "/".join(values) if all(values) else None
+
+
 def git_commit() -> str:
     """The commit of the checkout this tree runs from, or 'unknown' (a tree copied without git)."""
     from unilab_bench.matrix_trees import git

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from unilab_bench.machine_info import machine
+from unilab_bench.machine_info import cpu_identity, machine
 from unilab_bench.matrix_trees import Tree
 
 
@@ -66,7 +66,10 @@ def prepare_units(units: Path | None, workdir: Path) -> Path:
     machine are refused: their figures do not pair with this machine's."""
     if units is None:
         return workdir
-    here = {"hostname": platform.node(), "gpus": machine()["gpus"]}
+    # Hosts of one cloud can share a hostname and a GPU model and still differ in CPU, which
+    # launches every GPU step: the CPU's family, model and stepping go into the stamp too.
+    host = machine()
+    here = {"hostname": platform.node(), "gpus": host["gpus"], "cpu": cpu_identity(host["lscpu"])}
     stamp = units / "machine.json"
     if stamp.exists():
         there = json.loads(stamp.read_text())
