@@ -105,8 +105,9 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # FlashSAC's own 0.01). On H100s, with compiled losses and learning beside collection, 3-minute
 # runs passed all 17 sweep commands on 6 of seeds 0-7 (seed 0: 14, 14, 3; seed 3: 16; warm runs
 # made 40.9-42.3M env steps and 29.9-30.9k updates, the cold one 33.8M and 24.6k); run again,
-# seeds 0-7 passed 17, 16, 16, 17, 16, 17, 16, 16 and new seeds 8 and 9 16 and 17, so 10 of the
-# 20 runs passed all 17 (most misses a turn in place too slow). 4 updates
+# seeds 0-7 passed 17, 16, 16, 17, 16, 17, 16, 16 and new seeds 8 and 9 16 and 17, and seeds 4-6
+# a third time 17, 16, 16, so 11 of the 23 runs passed all 17 (most misses a turn in place too
+# slow). An averaged actor kept in those last three (averaged_policy_tau=0.01) passed 17, 16, 17. 4 updates
 # passed all 17 on 3 of seeds 0-6 (the others 15-16, three of them short of the 0.5 rad/s turn
 # in place; 36.1-37.8M env steps) and kept 0.51x of the env alone beside collection, against
 # 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs, with the default
@@ -185,7 +186,7 @@ PRESETS: dict[str, TrainingPreset] = {
         # FastSAC: 90 s, after which it passed all 17 on seeds 0-3 with the off-axis weights
         # (20.3-21.5M env steps), and on seeds 4, 5 and 7 of 4-7 once an env step's replay draws
         # were one (22.8-23.3M; seed 6: 15). FlashSAC: 3 minutes at its walking pace, after which
-        # it passed all 17 in 10 of 20 runs of seeds 0-9 on H100s and on 3 of seeds 0-3 on an
+        # it passed all 17 in 11 of 23 runs of seeds 0-9 on H100s and on 3 of seeds 0-3 on an
         # H200 (_FLASHSAC_WALK_PACE).
         minutes={"fastsac": 1.5, "flashsac": 3.0},
         overrides={
