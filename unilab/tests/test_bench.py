@@ -37,6 +37,7 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     assert sum(by_phase[p] for p in inner) <= by_phase["step_total"]
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]
+    assert record["machine"]["sched_affinity"] >= 1 and "lscpu" in record["machine"]
     assert record["comparison_task"] == "g1_walk_flat_unfused" and record["comparison_overrides"] == []
 
 

@@ -24,6 +24,7 @@ def test_bench_reports_both_modes(tmp_path, capsys):
     assert bench_cli.main(argv, factory=fake_factory) == 0
     record = json.loads(record_path.read_text())
     assert record["env_steps_per_s_no_learning"]["median"] > 0
+    assert record["machine"]["sched_affinity"] >= 1 and "lscpu" in record["machine"]
     assert record["env_steps_per_s_with_learning"]["median"] > 0
     # Each mode as a fraction of the env alone of its own round, in the same process.
     alone, learning = record["raw"]["env_alone"], record["raw"]["with_learning"]

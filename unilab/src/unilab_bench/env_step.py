@@ -53,7 +53,7 @@ from unilab_bench.dispatch_probes import (
     reference_profile,
     reward_kernel_ops,
 )
-from unilab_bench.machine_info import git_commit, versions
+from unilab_bench.machine_info import git_commit, machine, versions
 
 
 def _sync(device: torch.device) -> None:
@@ -272,7 +272,9 @@ def run(args: argparse.Namespace) -> dict:
         "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": git_commit(), "versions": versions(), "command": " ".join(sys.argv),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # Where it ran (CPU by name and by lscpu's family/model/stepping, GPUs): on a host plane the
+        # physics runs on these CPUs, and one cloud's hosts can share a name and differ in CPU.
+        "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if ref is not None:
         record["reference"] = {"kind": args.reference, "module": "unilab_bench.reference_tracking",

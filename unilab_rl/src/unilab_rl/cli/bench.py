@@ -230,6 +230,8 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         dispatch = collector_dispatch(runner)
     finally:
         env.close()
+    from unilab_bench.machine_info import machine  # the benchmarks' one record of where a run ran
+
     modes = (("no_learning", no_learn), ("with_learning", learn), ("with_learning_overlapped", learn_overlapped))
     record = {
         "benchmark": "collector", "command": " ".join(sys.argv), "task": args.task, "backend": args.backend,
@@ -252,6 +254,7 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         "env_steps_per_s_with_learning_overlapped_by_env_priority": (
             {str(p): summarize(rates) for p, rates in by_priority.items()} if overlap else None),
         "phase_ms_with_learning": phases_ms, "dispatch_per_collector_step": dispatch, "git_commit": git_commit(), "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        "machine": machine(),
         "raw": {"env_alone": env_alone, "env_alone_replaying_actions": env_replayed, "no_learning": no_learn, "with_learning": learn, "with_learning_overlapped": learn_overlapped,
                 "with_learning_overlapped_by_env_priority": {str(p): r for p, r in by_priority.items()}},
     }
