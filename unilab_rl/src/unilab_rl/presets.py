@@ -107,9 +107,9 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # made 40.9-42.3M env steps and 29.9-30.9k updates, the cold one 33.8M and 24.6k); run again,
 # seeds 0-7 passed 17, 16, 16, 17, 16, 17, 16, 16 and new seeds 8 and 9 16 and 17, and seeds 4-6
 # a third time 17, 16, 16, so 11 of the 23 runs passed all 17 (most misses a turn in place too
-# slow). An averaged actor kept in those last three (averaged_policy_tau=0.01) passed 17, 16, 17. 4 updates
-# passed all 17 on 3 of seeds 0-6 (the others 15-16, three of them short of the 0.5 rad/s turn
-# in place; 36.1-37.8M env steps) and kept 0.51x of the env alone beside collection, against
+# slow); an averaged actor kept in those last three (averaged_policy_tau=0.01) passed 17, 16, 17,
+# too few runs to change the entry. 4 updates passed all 17 on 3 of seeds 0-6 (the others 15-16,
+# three of them short of the 0.5 rad/s turn in place; 36.1-37.8M env steps) and kept 0.51x of the env alone beside collection, against
 # 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs, with the default
 # target 15-17 in six runs (one all 17); 3 updates passed all 17 on seeds 0, 1 and 3 and 16 on
 # seed 2 (45.8-46.6M env steps) and kept 0.635x beside collection. FastSAC's single-axis share
