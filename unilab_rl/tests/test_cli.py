@@ -412,6 +412,7 @@ def test_start_up_is_said_and_kept_apart_from_the_training_budget(tmp_path, caps
     assert run_train(base_args(out) + [*TINY_TOKENS, "max_episode_length=10"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert 0.3 <= summary["startup_s"] <= summary["process_wall_s"] - summary["wall_s"] + 0.1
+    assert summary["machine"]["sched_affinity"] >= 1 and "lscpu" in summary["machine"]
     phases = summary["startup_phases_s"]
     assert set(phases) == {"env_build_s", "learner_s", "replay_and_runner_s", "other_s"}
     assert phases["env_build_s"] >= 0.3  # the slow build is charged to its phase

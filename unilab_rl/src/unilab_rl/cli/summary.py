@@ -15,6 +15,8 @@ from unilab_rl.goals import GoalTracker
 def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
                   startup_s: float, startup_phases: dict[str, float], imports_s: float | None,
                   simulator: dict[str, Any]) -> None:
+    from unilab_bench.machine_info import machine  # at the end only: no import on the way to training
+
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),
                "interrupted": result.interrupted,
@@ -31,6 +33,10 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                # False: no cached bytecode, so both of the above include compiling every imported source.
                "writes_bytecode": python_writes_bytecode(),
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
+               # Where it ran: start-up and env-steps/s depend on the host's CPU as well as the GPU, and
+               # one cloud's hosts can share a name and a GPU and differ in CPU (lscpu tells them apart).
+               # Read after the clocks above, at the end, so it costs neither start-up nor training.
+               "machine": machine(),
                **tracker.summary(),
                # The simulator's own facts at the end (its keys): step counts, buffer sizes and
                # overflows, so a run can tell whether its physics dropped contacts on the way.
