@@ -21,9 +21,10 @@ the base has and the head lacks blocks, since its gate was never applied. Exit c
 pass, 1 some allowance used, 2 something blocked, 3 the records could not be read or compared.
 
 Two records not measured alike (another GPU model; another CPU by name or, where a virtual
-machine names every CPU alike, by lscpu's family, model and stepping; another CPU count, device,
-``num_envs``, or timing windows: ``env_steps``, ``env_warmup``, ``collector_seconds``) are refused: their
-throughput and times would say as much about the measurement as about the code.
+machine names every CPU alike, by lscpu's family, model and stepping; another CPU count,
+device, ``num_envs``, or timing windows: ``env_steps``, ``env_warmup``, ``collector_seconds``)
+are refused: their throughput and times would say as much about the measurement as about the
+code.
 ``--counts-only`` judges their per-step counts alone (host syncs, redundant physics). Kernel ops
 and Python calls per step are reported beside the verdicts, base and head, and not judged: a
 change may add ops on purpose.

@@ -272,9 +272,7 @@ def run(args: argparse.Namespace) -> dict:
         "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": git_commit(), "versions": versions(), "command": " ".join(sys.argv),
-        # Where it ran (CPU by name and by lscpu's family/model/stepping, GPUs): on a host plane the
-        # physics runs on these CPUs, and one cloud's hosts can share a name and differ in CPU.
-        "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine(),  # where it ran: a host plane's physics runs on these CPUs "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if ref is not None:
         record["reference"] = {"kind": args.reference, "module": "unilab_bench.reference_tracking",

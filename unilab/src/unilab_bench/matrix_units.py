@@ -66,8 +66,7 @@ def prepare_units(units: Path | None, workdir: Path) -> Path:
     machine are refused: their figures do not pair with this machine's."""
     if units is None:
         return workdir
-    # Hosts of one cloud can share a hostname and a GPU model and still differ in CPU, which
-    # launches every GPU step: the CPU's family, model and stepping go into the stamp too.
+    # The CPU too: hosts can share a hostname and GPU model and differ in CPU (see cpu_identity).
     host = machine()
     here = {"hostname": platform.node(), "gpus": host["gpus"], "cpu": cpu_identity(host["lscpu"])}
     stamp = units / "machine.json"

@@ -33,9 +33,8 @@ def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, s
                # False: no cached bytecode, so both of the above include compiling every imported source.
                "writes_bytecode": python_writes_bytecode(),
                "process_wall_s": round(time.perf_counter() - started, 1),  # env build and compiles too
-               # Where it ran: start-up and env-steps/s depend on the host's CPU as well as the GPU, and
-               # one cloud's hosts can share a name and a GPU and differ in CPU (lscpu tells them apart).
-               # Read after the clocks above, at the end, so it costs neither start-up nor training.
+               # Where it ran (start-up and env-steps/s depend on the host's CPU too), read after the
+               # clocks above so it costs neither start-up nor training.
                "machine": machine(),
                **tracker.summary(),
                # The simulator's own facts at the end (its keys): step counts, buffer sizes and
