@@ -57,6 +57,21 @@ def test_walking_allowance_is_ten_percent():
     assert verdict(side(tight), side(scaled(0.95, tight)), name=WALK)["verdict"] == compare.ALLOWANCE
 
 
+def test_learning_beside_collection_is_judged_where_both_records_have_it():
+    def overlapped(s, values):
+        for sample, v in zip(s["samples"], values, strict=True):
+            sample["collector_steps_per_s_with_learning_overlapped"] = v
+        return s
+    # Only the overlapped mode slows (e.g. a stream hand-off that serializes the learner): blocked.
+    r = verdict(overlapped(side(), scaled(0.2)), overlapped(side(), scaled(0.14)))
+    assert r["verdict"] == compare.BLOCKED and "collector_steps_per_s_with_learning_overlapped" in r["why"]
+    assert verdict(overlapped(side(), scaled(0.2)), overlapped(side(), scaled(0.2)))["verdict"] == compare.PASS
+    # A base recorded before the mode existed is not judged on it.
+    r = verdict(side(), overlapped(side(), scaled(0.14)))
+    assert r["verdict"] == compare.PASS
+    assert "collector_steps_per_s_with_learning_overlapped" not in {m["metric"] for m in r["metrics"]}
+
+
 def test_planted_reset_done_plus_3_ms_is_blocked():
     r = verdict(side(reset_done=(5.0, 5.0, 5.0)), side(reset_done=(8.0, 8.0, 8.0)))
     assert r["verdict"] == compare.BLOCKED and "reset_done_ms" in r["why"]

@@ -6,8 +6,9 @@
 
 The budget (docs/perf/README.md):
 
-- throughput (streamed env steps/s, collector steps/s with and without learning) may cost at
-  most the per-change allowance: 20% on motion tracking, 10% on walking and any other task;
+- throughput (streamed env steps/s; collector steps/s without learning, learning after each
+  step, and learning beside collection, as the presets that overlap it train) may cost at most
+  the per-change allowance: 20% on motion tracking, 10% on walking and any other task;
 - the closeout ceiling is 25% against the baseline (``--baseline``, else the base);
 - ``reset_done_ms`` may not grow by more than 50% or 2 ms, whichever is smaller;
 - no new per-step host sync (the selected-reset path runs inside every step, masked, so a
@@ -52,9 +53,10 @@ ALLOWANCE_BY_TASK = {"g1_motion_tracking": 0.20}
 DEFAULT_ALLOWANCE = 0.10  # walking and any task without its own figure
 CLOSEOUT_CEILING = 0.25
 RESET_DONE_GROWTH = (0.5, 2.0)  # relative, absolute ms: the smaller bound applies
-# Higher is better; these are what a change's allowance is spent on.
+# Higher is better; these are what a change's allowance is spent on. Learning beside collection
+# is judged on its own: a change to the streams' hand-offs can cost it alone.
 THROUGHPUT = ("env_steps_per_s_streamed", "collector_steps_per_s_no_learning",
-              "collector_steps_per_s_with_learning")
+              "collector_steps_per_s_with_learning", "collector_steps_per_s_with_learning_overlapped")
 SYNCS = ("host_syncs_per_env_step", "host_syncs_per_env_step_cuda")
 REDUNDANT = "redundant_physics_steps_in_reset"
 # Reported before -> after, not judged (what the optimization follow-up tracks).
