@@ -150,9 +150,9 @@ _GRAPHED_ENV = ("env.cuda_graph=true",)
 # A slow average of the actor, kept beside it and judged in its place. Tracking: FastSAC at 2
 # minutes on an H200 passed with it at 32.3, 25.3 and 30.9 mm MPKPE (three seeds; the same runs'
 # latest actors 35.1, 33.1 and 38.4 mm), where two runs judged by their latest actor were at 40.9
-# and 41.7. FlashSAC's walking entry: on H100s, 8 runs of seeds 0-7 each judged both ways, the average
-# passed all 17 sweep commands in 6 (16 in the other two), the same runs' latest actors in 3
-# (12-17); per run the average passed more commands in 4 and as many in 4. Collection still
+# and 41.7. FlashSAC's walking entry: on H100s, 8 runs of seeds 0-7 each judged both ways, the
+# average passed all 17 sweep commands in 6 (16 in the other two), the same runs' latest actors
+# in 3 (12-17); per run the average passed more commands in 4 and as many in 4. Collection still
 # samples the latest actor, and the average cost no training (241-243k env steps/s learning).
 _AVERAGED_POLICY = ("averaged_policy_tau=0.01",)
 
