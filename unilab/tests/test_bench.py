@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import torch
@@ -38,6 +39,7 @@ def test_bench_writes_a_json_record_with_phases_ratios_and_counts(tmp_path):
     assert record["backend_counters"].get("redundant_physics_steps_per_env_step", 0) == 0
     assert record["num_envs"] == 2 and record["git_commit"]
     assert record["machine"]["sched_affinity"] >= 1 and "lscpu" in record["machine"]
+    assert time.strptime(record["time"], "%Y-%m-%dT%H:%M:%S%z")  # when it ran, beside where
     assert record["comparison_task"] == "g1_walk_flat_unfused" and record["comparison_overrides"] == []
 
 

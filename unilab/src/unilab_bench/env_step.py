@@ -272,7 +272,8 @@ def run(args: argparse.Namespace) -> dict:
         "backend_counters": counters, "backend_diagnostics": diagnostics,
         "reset_rows_per_step_in_profile": reset_rows_per_step,
         "git_commit": git_commit(), "versions": versions(), "command": " ".join(sys.argv),
-        "machine": machine(),  # where it ran: a host plane's physics runs on these CPUs "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine(),  # where it ran: a host plane's physics runs on these CPUs
     }
     if ref is not None:
         record["reference"] = {"kind": args.reference, "module": "unilab_bench.reference_tracking",
