@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from unilab_bench.machine_info import machine  # the benchmarks' one record of where a run ran
 
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
@@ -230,8 +231,6 @@ def bench_collector(args: argparse.Namespace, factory: EnvFactory) -> dict[str, 
         dispatch = collector_dispatch(runner)
     finally:
         env.close()
-    from unilab_bench.machine_info import machine  # the benchmarks' one record of where a run ran
-
     modes = (("no_learning", no_learn), ("with_learning", learn), ("with_learning_overlapped", learn_overlapped))
     record = {
         "benchmark": "collector", "command": " ".join(sys.argv), "task": args.task, "backend": args.backend,
