@@ -101,24 +101,17 @@ def _flashsac_g1(action_scale: float, pace: tuple[str, ...]) -> tuple[str, ...]:
 
 
 _FLASHSAC_PACE = ("updates_per_step=2",)
-# Walking in 3 minutes: 3 updates per env step and a faster target update (FastSAC's is 0.125,
-# FlashSAC's own 0.01). On H100s, with compiled losses and learning beside collection, 3-minute
-# runs passed all 17 sweep commands on 6 of seeds 0-7 (seed 0: 14, 14, 3; seed 3: 16; warm runs
-# made 40.9-42.3M env steps and 29.9-30.9k updates, the cold one 33.8M and 24.6k); run again,
-# seeds 0-7 passed 17, 16, 16, 17, 16, 17, 16, 16 and new seeds 8 and 9 16 and 17, and seeds 4-6
-# a third time 17, 16, 16, so 11 of the 23 runs passed all 17 (most misses a turn in place too
-# slow). The entry now keeps an averaged actor and is judged by it (_AVERAGED_POLICY). 4 updates
-# passed all 17 on 3 of seeds 0-6 (the others 15-16, three of them short of the 0.5 rad/s turn in
-# place; 36.1-37.8M env steps) and kept 0.51x of the env alone beside collection, against
-# 0.597-0.598x at 3. On an H200, 4 updates passed all 17 in 9 of 10 runs, with the default
-# target 15-17 in six runs (one all 17); 3 updates passed all 17 on seeds 0, 1 and 3 and 16 on
-# seed 2 (45.8-46.6M env steps) and kept 0.635x beside collection. FastSAC's single-axis share
-# (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them
-# at 9 and 5, so this entry leaves it out; so does symmetry augmentation at this update size
+# Walking in 3 minutes: 2 updates per env step, as tracking, with a faster target update
+# (FastSAC's is 0.125, FlashSAC's own 0.01; with the default, 2 updates needed 7 minutes). Judged
+# by the averaged actor (_AVERAGED_POLICY), on an H100 2 updates passed all 17 sweep commands on
+# each of seeds 0-5 (47.8-48.9M env steps, 277-279k env-steps/s while learning; the least spare
+# 0.120 m/s and 0.098 rad/s), where 3 updates passed all 17 in 6 of 8 runs of seeds 0-7 (16 in
+# the other two; 241-243k env-steps/s, 0.597-0.602x of the env alone beside collection). 4
+# updates passed all 17 on 3 of seeds 0-6 judged by the latest actor, at 0.51x. FastSAC's
+# single-axis share (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7,
+# two runs of them at 9 and 5, so this entry leaves it out; so does symmetry augmentation
 # (symmetry_augmentation=true batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
-# 2 updates with the faster target passed all 17 on 3 of seeds 0-4 (0.68x beside collection);
-# with the default target they needed 7 minutes.
-_FLASHSAC_WALK_PACE = ("updates_per_step=3", "target_tau=0.05")
+_FLASHSAC_WALK_PACE = (*_FLASHSAC_PACE, "target_tau=0.05")
 
 
 # A learner's updates beside collection (overlap_learning): the policy is one update stale, the
@@ -150,10 +143,11 @@ _GRAPHED_ENV = ("env.cuda_graph=true",)
 # A slow average of the actor, kept beside it and judged in its place. Tracking: FastSAC at 2
 # minutes on an H200 passed with it at 32.3, 25.3 and 30.9 mm MPKPE (three seeds; the same runs'
 # latest actors 35.1, 33.1 and 38.4 mm), where two runs judged by their latest actor were at 40.9
-# and 41.7. FlashSAC's walking entry: on H100s, 8 runs of seeds 0-7 each judged both ways, the
-# average passed all 17 sweep commands in 6 (16 in the other two), the same runs' latest actors
-# in 3 (12-17); per run the average passed more commands in 4 and as many in 4. Collection still
-# samples the latest actor, and the average cost no training (241-243k env steps/s learning).
+# and 41.7. FlashSAC's walking entry at 3 updates per env step: on H100s, 8 runs of seeds 0-7
+# each judged both ways, the average passed all 17 sweep commands in 6 (16 in the other two), the
+# same runs' latest actors in 3 (12-17); per run the average passed more commands in 4 and as many
+# in 4; at 2 updates, 6 of 6 against 2 of 6. Collection still samples the latest actor, and the
+# average cost no training (241-243k env steps/s learning at 3 updates, as without it).
 _AVERAGED_POLICY = ("averaged_policy_tau=0.01",)
 
 # Tracking needs a wider action range than walking. Both algorithms squash actions into
@@ -190,9 +184,8 @@ PRESETS: dict[str, TrainingPreset] = {
         # FastSAC: 90 s, after which it passed all 17 on seeds 0-3 with the off-axis weights
         # (20.3-21.5M env steps), and on seeds 4, 5 and 7 of 4-7 once an env step's replay draws
         # were one (22.8-23.3M; seed 6: 15). FlashSAC: 3 minutes at its walking pace, after which
-        # its latest actor passed all 17 in 13 of 28 runs of seeds 0-9 on H100s and on 3 of seeds
-        # 0-3 on an H200 (_FLASHSAC_WALK_PACE); its averaged actor, which it is judged by, in 6 of
-        # 8 runs on H100s (_AVERAGED_POLICY).
+        # its averaged actor, which it is judged by, passed all 17 on each of seeds 0-5 on an H100
+        # (_FLASHSAC_WALK_PACE, _AVERAGED_POLICY).
         minutes={"fastsac": 1.5, "flashsac": 3.0},
         overrides={
             "flashsac": (_flashsac_g1(_WALK_ACTION_SCALE, _FLASHSAC_WALK_PACE) + _AVERAGED_POLICY
