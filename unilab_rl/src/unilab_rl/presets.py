@@ -41,7 +41,7 @@ class TrainingPreset(BaseModel):
 # FlashSAC for the G1 at 4096 envs. The paper's benchmark used 1024 envs, batch 2048 and 2
 # updates per env step (each transition sampled ~4 times); at 4096 envs a batch of 8192 with 2
 # updates keeps that reuse ratio with 4x larger, better-conditioned BatchNorm batches. Walking
-# takes more updates and a faster target (_FLASHSAC_WALK_PACE); tracking keeps these.
+# adds a faster target (_FLASHSAC_WALK_PACE); tracking keeps these.
 _FLASHSAC_G1 = (
     "batch_size=8192",
     "learning_rate=3e-4",
@@ -106,11 +106,13 @@ _FLASHSAC_PACE = ("updates_per_step=2",)
 # by the averaged actor (_AVERAGED_POLICY), on an H100 2 updates passed all 17 sweep commands on
 # each of seeds 0-5 (47.8-48.9M env steps, 277-279k env-steps/s while learning; the least spare
 # 0.120 m/s and 0.098 rad/s), where 3 updates passed all 17 in 6 of 8 runs of seeds 0-7 (16 in
-# the other two; 241-243k env-steps/s, 0.597-0.602x of the env alone beside collection). 4
-# updates passed all 17 on 3 of seeds 0-6 judged by the latest actor, at 0.51x. FastSAC's
-# single-axis share (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7,
-# two runs of them at 9 and 5, so this entry leaves it out; so does symmetry augmentation
-# (symmetry_augmentation=true batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
+# the other two; 241-243k env-steps/s, 0.597-0.602x of the env alone beside collection). On an
+# H200, before later learner changes and judged by the latest actor, 2 updates passed all 17 on 3
+# of seeds 0-4 and kept 0.68x beside collection. 4 updates passed all 17 on 3 of seeds 0-6 on
+# H100s, judged by the latest actor, at 0.51x. FastSAC's single-axis share
+# (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them at 9
+# and 5, so this entry leaves it out; so does symmetry augmentation (symmetry_augmentation=true
+# batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
 _FLASHSAC_WALK_PACE = (*_FLASHSAC_PACE, "target_tau=0.05")
 
 
