@@ -159,6 +159,21 @@ def test_compare_cli_exit_codes_on_files(tmp_path, capsys):
     assert compare.main([]) == compare.EXIT_ERROR
 
 
+def test_compare_names_a_record_cut_short_and_its_rounds(tmp_path, capsys):
+    both = _record(tmp_path / "run.json", {TRACK: side()}, base={TRACK: side()})
+    assert compare.main([str(both)]) == 0
+    assert "partial" not in capsys.readouterr().out
+    record = json.loads(both.read_text()) | {"rounds_done": 2, "complete": False, "settings": {"rounds": 3}}
+    both.write_text(json.dumps(record))
+    assert compare.main([str(both), "--json", str(tmp_path / "out.json")]) == 0
+    first_line = capsys.readouterr().out.splitlines()[0]
+    assert f"partial record {both}: 2 of 3 rounds" in first_line
+    assert json.loads((tmp_path / "out.json").read_text())["partial_records"] == [f"{both}: 2 of 3 rounds"]
+    base = _record(tmp_path / "base.json", {TRACK: side()})
+    assert compare.main([str(both), str(base)]) == 0  # a cut-short base record is named too
+    assert f"partial record {both}: 2 of 3 rounds" in capsys.readouterr().out
+
+
 def test_default_selection_and_filter():
     names = [c.name for c in matrix.select_cases(None, "cpu")]
     assert names == ["flashsac/g1_motion_tracking/mujoco", "flashsac/g1_walk_flat/mujoco", "fastsac/g1_walk_flat/mujoco"]

@@ -29,6 +29,10 @@ code.
 ``--counts-only`` judges their per-step counts alone (host syncs, redundant physics). Kernel ops
 and Python calls per step are reported beside the verdicts, base and head, and not judged: a
 change may add ops on purpose.
+
+A record cut short (``complete: false``: a lease ended, the process was killed) is compared on
+the rounds it finished, and the table's first line names it and its rounds, so a verdict on two
+rounds is not read as one on all of them.
 """
 
 from __future__ import annotations
@@ -229,10 +233,20 @@ def compare_records(base_cases: dict[str, Any], head_cases: dict[str, Any], pair
                        "closeout_ceiling": CLOSEOUT_CEILING, "reset_done_growth_limit": RESET_DONE_GROWTH}}
 
 
+def partial_rounds(path: Path, record: dict[str, Any]) -> str | None:
+    """``"PATH: R of N rounds"`` for a record its run did not finish, else None."""
+    if record.get("complete", True):
+        return None
+    planned = record.get("settings", {}).get("rounds", "?")
+    return f"{path}: {record.get('rounds_done', '?')} of {planned} rounds"
+
+
 def format_table(result: dict[str, Any]) -> str:
     pairing = "paired per round" if result["paired"] else "unpaired (separate runs)"
     if result.get("counts_only"):
         pairing += "; per-step counts only"
+    if result.get("partial_records"):
+        pairing += "; partial record " + ", ".join(result["partial_records"])
     lines = [f"budget comparison ({pairing}): {result['verdict']} (exit {result['exit_code']})",
              "| case | verdict | metric | detail |", "|---|---|---|---|"]
     for r in result["cases"]:
@@ -299,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
                 _measured_alike(path, record, args.records[-1], head_record)
         baseline = _sides(baseline_record, "head") if baseline_record is not None else None
         result = compare_records(base, head, paired, baseline, args.counts_only)
+        result["partial_records"] = [note for path, record in
+                                     [*other_records.items(), (args.records[-1], head_record)]
+                                     if (note := partial_rounds(path, record))]
     except (OSError, ValueError, KeyError) as error:
         print(f"unilab-bench compare: error: {error}", file=sys.stderr)
         return EXIT_ERROR
