@@ -237,8 +237,7 @@ def partial_rounds(path: Path, record: dict[str, Any]) -> str | None:
     """``"PATH: R of N rounds"`` for a record its run did not finish, else None."""
     if record.get("complete", True):
         return None
-    planned = record.get("settings", {}).get("rounds", "?")
-    return f"{path}: {record.get('rounds_done', '?')} of {planned} rounds"
+    return f"{path}: {record['rounds_done']} of {record['settings']['rounds']} rounds"
 
 
 def format_table(result: dict[str, Any]) -> str:
