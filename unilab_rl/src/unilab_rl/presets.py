@@ -101,16 +101,15 @@ def _flashsac_g1(action_scale: float, pace: tuple[str, ...]) -> tuple[str, ...]:
 
 
 _FLASHSAC_PACE = ("updates_per_step=2",)
-# Walking in 3 minutes: 2 updates per env step, as tracking, with a faster target update
-# (FastSAC's is 0.125, FlashSAC's own 0.01; with the default, 2 updates needed 7 minutes). Judged
-# by the averaged actor (_AVERAGED_POLICY), on an H100 2 updates passed all 17 sweep commands on
-# each of seeds 0-5 (47.8-48.9M env steps, 277-279k env-steps/s while learning; the least spare
-# 0.120 m/s and 0.098 rad/s) and kept 0.696x of the env alone beside collection, where 3 updates
-# passed all 17 in 6 of 8 runs of seeds 0-7 (16 in the other two; 241-243k env-steps/s,
-# 0.597-0.602x of the env alone beside collection). On an H200, before later learner changes and
-# judged by the latest actor, 2 updates passed all 17 on 3 of seeds 0-4 and kept 0.68x beside
-# collection. 4 updates passed all 17 on 3 of seeds 0-6 on H100s, judged by the latest actor, at
-# 0.51x. FastSAC's single-axis share
+# Walking in 3 minutes: 2 updates per env step, as tracking, with a faster target update (FastSAC's
+# is 0.125, FlashSAC's own 0.01; with the default, 2 updates needed 7 minutes). Judged by the
+# averaged actor (_AVERAGED_POLICY), on an H100 2 updates passed all 17 sweep commands on each of
+# seeds 0-5 (47.8-48.9M env steps, 277-279k env-steps/s while learning; the least spare 0.120 m/s
+# and 0.098 rad/s) and kept 0.696x of the env alone beside collection, where 3 updates passed all 17
+# in 6 of 8 runs of seeds 0-7 (16 in the other two; 241-243k env-steps/s, 0.597-0.602x of the env
+# alone beside collection). On an H200, before later learner changes and judged by the latest actor,
+# 2 updates passed all 17 on 3 of seeds 0-4 and kept 0.68x beside collection. 4 updates passed all
+# 17 on 3 of seeds 0-6 on H100s, judged by the latest actor, at 0.51x. FastSAC's single-axis share
 # (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them at 9
 # and 5, so this entry leaves it out; so does symmetry augmentation (symmetry_augmentation=true
 # batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
