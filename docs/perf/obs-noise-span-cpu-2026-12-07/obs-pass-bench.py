@@ -1,6 +1,7 @@
-"""One tracking env (head code, mujoco, 1024 envs, torch on 1 thread): the observation pass
-with noise drawn over the noisy span (this change) and over the whole frame (as before),
-interleaved in one process on the same state. Prints ms per pass, min/median/max."""
+"""Run on a tree with change.diff applied (the change was dropped; main lacks the attributes it
+sets). One tracking env (mujoco, 1024 envs, torch on 1 thread): the observation pass with noise
+drawn over the noisy span (the change) and over the whole frame (as before), interleaved in one
+process on the same state. Prints ms per pass, min/median/max."""
 import json, statistics, sys, time
 import torch
 from unilab.registry import make_manager_based_rl_env
