@@ -103,13 +103,13 @@ def _flashsac_g1(action_scale: float, pace: tuple[str, ...]) -> tuple[str, ...]:
 _FLASHSAC_PACE = ("updates_per_step=2",)
 # Walking in 3 minutes: 2 updates per env step, as tracking, with a faster target update (FastSAC's
 # is 0.125, FlashSAC's own 0.01; with the default, 2 updates needed 7 minutes). Judged by the
-# averaged actor (_AVERAGED_POLICY), on an H100 2 updates passed all 17 sweep commands on each of
-# seeds 0-5 (47.8-48.9M env steps, 277-279k env-steps/s while learning; the least spare 0.120 m/s
-# and 0.098 rad/s) and kept 0.696x of the env alone beside collection, where 3 updates passed all 17
-# in 6 of 8 runs of seeds 0-7 (16 in the other two; 241-243k env-steps/s, 0.597-0.602x of the env
-# alone beside collection). On an H200, before later learner changes and judged by the latest actor,
-# 2 updates passed all 17 on 3 of seeds 0-4 and kept 0.68x beside collection. 4 updates passed all
-# 17 on 3 of seeds 0-6 on H100s, judged by the latest actor, at 0.51x. FastSAC's single-axis share
+# averaged actor (_AVERAGED_POLICY), on H100s 2 updates passed all 17 sweep commands on 10 of seeds
+# 0-11 (16 on the other two; 47.8-49.0M env steps, 277-280k env-steps/s while learning) and kept
+# 0.696x of the env alone beside collection, where 3 updates passed all 17 in 6 of 8 runs of seeds
+# 0-7 (16 in the other two; 241-243k env-steps/s, 0.597-0.602x of the env alone beside collection).
+# On an H200, before later learner changes and judged by the latest actor, 2 updates passed all 17
+# on 3 of seeds 0-4 and kept 0.68x beside collection. 4 updates passed all 17 on 3 of seeds 0-6 on
+# H100s, judged by the latest actor, at 0.51x. FastSAC's single-axis share
 # (_WALK_SINGLE_AXIS_COMMANDS) at 3 updates passed all 17 on 3 of seeds 0-7, two runs of them at 9
 # and 5, so this entry leaves it out; so does symmetry augmentation (symmetry_augmentation=true
 # batch_size=4096), all 17 on 2 of seeds 0-5 against 4 without.
@@ -148,7 +148,7 @@ _GRAPHED_ENV = ("env.cuda_graph=true",)
 # and 41.7. FlashSAC's walking entry at 3 updates per env step: on H100s, 8 runs of seeds 0-7
 # each judged both ways, the average passed all 17 sweep commands in 6 (16 in the other two), the
 # same runs' latest actors in 3 (12-17); per run the average passed more commands in 4 and as many
-# in 4; at 2 updates, 6 of 6 against 2 of 6. Collection still samples the latest actor, and the
+# in 4; at 2 updates, 10 of 12 against 3 of 12. Collection still samples the latest actor, and the
 # average cost no training (241-243k env steps/s learning at 3 updates, as without it).
 _AVERAGED_POLICY = ("averaged_policy_tau=0.01",)
 
@@ -186,7 +186,7 @@ PRESETS: dict[str, TrainingPreset] = {
         # FastSAC: 90 s, after which it passed all 17 on seeds 0-3 with the off-axis weights
         # (20.3-21.5M env steps), and on seeds 4, 5 and 7 of 4-7 once an env step's replay draws
         # were one (22.8-23.3M; seed 6: 15). FlashSAC: 3 minutes at its walking pace, after which
-        # its averaged actor, which it is judged by, passed all 17 on each of seeds 0-5 on an H100
+        # its averaged actor, which it is judged by, passed all 17 on 10 of seeds 0-11 on H100s
         # (_FLASHSAC_WALK_PACE, _AVERAGED_POLICY).
         minutes={"fastsac": 1.5, "flashsac": 3.0},
         overrides={
