@@ -16,7 +16,7 @@ install:
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,export,ppo]" -e ./ci -r requirements-dev.txt
+	$(PY) -m pip install -q -e "./unisim-core[sim]" -e ./unilab -e "./unilab_rl[cli,export,ppo]" -e ./bench -e ./ci -r requirements-dev.txt
 	$(VENV)/bin/unilab-fetch-assets
 	$(VENV)/bin/unilab-motion fetch
 
@@ -25,16 +25,16 @@ g1-scene:
 
 check:
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/ruff check unisim-core unilab unilab_rl ci
+	$(VENV)/bin/ruff check unisim-core unilab unilab_rl bench ci
 	$(PY) -m unilab_gates.manifests
 	$(PY) -m unilab_gates.task_records
 
 test:
-	$(PYTEST) -m "not slow" unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)
+	$(PYTEST) -m "not slow" unisim-core/tests unilab/tests unilab_rl/tests bench/tests ci/tests $(ALLOW_EMPTY)
 	$(MAKE) conformance BACKEND=mujoco DEVICE=cpu
 
 test-all:
-	UNISIM_G1_SCENE=$(G1_SCENE) $(PYTEST) unisim-core/tests unilab/tests unilab_rl/tests ci/tests $(ALLOW_EMPTY)
+	UNISIM_G1_SCENE=$(G1_SCENE) $(PYTEST) unisim-core/tests unilab/tests unilab_rl/tests bench/tests ci/tests $(ALLOW_EMPTY)
 	$(MAKE) conformance BACKEND=mujoco,mjwarp,genesis DEVICE=cpu
 
 conformance:

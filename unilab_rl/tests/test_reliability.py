@@ -25,7 +25,6 @@ from unilab_rl.checkpoint import (
     save_checkpoint,
     state_digests,
 )
-from unilab_rl.cli import bench as bench_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli.run_dir import LOCK_NAME, RunDirError, RunDirLock, claim_run_dir
@@ -345,20 +344,6 @@ def test_a_save_of_a_file_a_tampered_run_wrote_is_still_loadable(finished, tmp_p
                                              if k not in ("format", "format_version", "contract_version",
                                                           INTEGRITY_KEY)})
     assert load_checkpoint(tmp_path / "edited.pt")["env_overrides"] == {"max_episode_length": "12"}
-
-
-@pytest.mark.parametrize(("flag", "value"), [("--seconds", "-1"), ("--seconds", "nan"), ("--samples", "0")])
-def test_bench_refuses_bad_numbers_before_building(tmp_path, capsys, flag, value):
-    built = []
-
-    def factory(*args, **kwargs):
-        built.append(args)
-        return fake_factory(*args, **kwargs)
-
-    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--json", str(tmp_path / "b.json"), flag, value]
-    assert bench_cli.main(argv, factory=factory) == BAD_INPUT
-    assert f"{flag} must be" in capsys.readouterr().err
-    assert not built and not (tmp_path / "b.json").exists()
 
 
 @pytest.mark.parametrize(("override", "fragment"), [

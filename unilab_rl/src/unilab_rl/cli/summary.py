@@ -15,7 +15,7 @@ from unilab_rl.goals import GoalTracker
 def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
                   startup_s: float, startup_phases: dict[str, float], imports_s: float | None,
                   simulator: dict[str, Any]) -> None:
-    from unilab_bench.machine_info import machine  # at the end only: no import on the way to training
+    from unilab_rl.machine_info import machine  # at the end only: no import on the way to training
 
     summary = {"task": args.task, "backend": args.backend, "algo": args.algo, "num_envs": args.num_envs,
                "env_steps": result.env_steps, "updates": result.updates, "wall_s": round(result.wall_s, 1),

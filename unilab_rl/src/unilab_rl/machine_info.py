@@ -58,16 +58,6 @@ def cpu_identity(lscpu: str | None) -> str | None:
     return "/".join(values) if all(values) else None
 
 
-def git_commit() -> str:
-    """The commit of the checkout this tree runs from, or 'unknown' (a tree copied without git)."""
-    from unilab_bench.matrix_trees import git
-
-    try:
-        return git("rev-parse", "HEAD")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist in ("torch", "mujoco", "mujoco-warp", "warp-lang", "genesis-world"):

@@ -1,4 +1,4 @@
-"""``unilab-bench learner`` (unilab_rl.cli.bench_learner) times a learner's draws and updates.
+"""``unilab-bench learner`` (unilab_bench.learner) times a learner's draws and updates.
 
 ``unilab-bench collector``: collector env-steps/s without and with learning (and, on a CUDA
 device, with learning beside collection: ``overlap_learning``), each also as a fraction of the
@@ -26,17 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from unilab_bench.machine_info import machine  # the benchmarks' one record of where a run ran
-
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
 from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.run_record import git_commit
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
+from unilab_rl.machine_info import machine  # where a run ran, as every run summary records it
 from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import OffPolicyRunner, RunIdentity
 from unilab_rl.runner_config import RunnerConfig
+
+from unilab_bench.stats import summarize, synchronize
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
                        ("matrix", "the minimum matrix of collector cases, optionally paired against --base REV "
                                   "(unilab-bench matrix --help)"),
                        ("compare", "classify a head record against a base by the staged budget "
-                                   "(unilab-bench compare --help)")):
+                                   "(unilab-bench compare --help)"),
+                       ("results", "the results store: add a record, regenerate or check the docs' tables "
+                                   "(unilab-bench results --help)")):
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
@@ -84,11 +87,6 @@ def _priorities(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected distinct comma-separated integers <= 0 (lower is a higher "
                                          f"priority), got {text!r}")
     return values
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _streamed_rate(runner: OffPolicyRunner, seconds: float, ten_steps: Callable[[], None]) -> float:
@@ -136,10 +134,6 @@ def timed_env_alone_rate(runner: OffPolicyRunner, seconds: float, actions: str) 
         taken += 10
 
     return _streamed_rate(runner, seconds, ten_steps)
-
-
-def summarize(values: list[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -277,30 +271,9 @@ def _device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
 
 
-def _delegated() -> dict[str, Any]:
-    """Benchmarks of the lower layers, reachable from one CLI (this is the composition root)."""
-    import unilab_bench.compare
-    import unilab_bench.env_step
-    import unilab_bench.matrix
-    import unisim_bench.backend
-    import unisim_bench.mujoco_host
-
-    return {
-        "env": unilab_bench.env_step.main,  # Manager env step vs raw physics of the same scene
-        "backend": unisim_bench.backend.main,  # mjwarp adapter vs raw graph replay; set_state; genesis
-        "backend-host": unisim_bench.mujoco_host.main,  # mujoco adapter vs raw mujoco.rollout
-        "matrix": unilab_bench.matrix.main,  # collector cases, per-case processes, --base paired
-        "compare": unilab_bench.compare.main,  # staged budget: exit 0 pass, 1 allowance used, 2 blocked
-    }
-
-
 def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> int:
+    """``collector`` and ``learner``; the other benchmarks are dispatched by unilab_bench.cli."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("env", "backend", "backend-host"):
-        _delegated()[argv[0]](argv[1:])
-        return 0
-    if argv and argv[0] in ("matrix", "compare"):
-        return _delegated()[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if factory is None:
@@ -337,7 +310,7 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
 
 
 def _learner(args: argparse.Namespace, factory: EnvFactory) -> int:
-    from unilab_rl.cli.bench_learner import bench_learner, print_learner_record
+    from unilab_bench.learner import bench_learner, print_learner_record
 
     check_arguments(args)
     env, _, config, runner = bench_runner(args, factory)

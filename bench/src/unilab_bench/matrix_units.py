@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from unilab_bench.machine_info import cpu_identity, machine
+from unilab_rl.machine_info import cpu_identity, machine
+
 from unilab_bench.matrix_trees import Tree
 
 

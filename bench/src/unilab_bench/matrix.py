@@ -8,7 +8,7 @@ without learning) next to the env alone (streamed) and raw physics of the same s
 A case is ``algo/task/backend``. Each case is measured by the per-case runners every tree has,
 one process per run, which write JSON: ``python -m unilab_bench.env_step`` (env streamed vs raw
 physics, paired drift control, phases, cProfile calls, host syncs, backend counters and
-diagnostics) and ``python -m unilab_rl.cli.bench collector`` (collector steps/s with and
+diagnostics) and ``python -m unilab_bench.cli collector`` (collector steps/s with and
 without learning, policy/env/replay/learner ms, host syncs per collector step). The env
 figures of one task/backend are shared by the cases of both algorithms.
 
@@ -36,10 +36,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from unilab_rl.machine_info import machine, versions
 from unisim_bench.arguments import int_at_least, positive_seconds
 
 from unilab_bench import compare
-from unilab_bench.machine_info import machine, versions
 from unilab_bench.matrix_figures import case_metrics, format_summary, summarize_side
 from unilab_bench.matrix_trees import ROOT, Tree, copied_tree, git, working_tree_state
 from unilab_bench.matrix_units import prepare_units, reuse_or_run
@@ -132,10 +132,11 @@ def env_command(case: Case, s: Settings, out: Path, reference: bool = False,
             "--samples", "3", "--warmup", str(s.env_warmup), "--out", str(out), *extra]
 
 
-def collector_command(case: Case, s: Settings, out: Path) -> list[str]:
+def collector_command(case: Case, s: Settings, out: Path, module: str = "unilab_bench.cli") -> list[str]:
+    """``module``: the tree's collector benchmark entry (its probe says which)."""
     device, _, seconds = s.for_case(case)
     learner = learner_options(case, device)
-    return [sys.executable, "-m", "unilab_rl.cli.bench", "collector", "--task", case.task, "--backend", case.backend,
+    return [sys.executable, "-m", module, "collector", "--task", case.task, "--backend", case.backend,
             "--algo", case.algo, "--num-envs", str(s.num_envs), "--device", device, "--seconds", str(seconds),
             "--samples", str(s.collector_samples), "--json", str(out), *learner]
 
@@ -183,7 +184,8 @@ def run_matrix(cases: list[Case], settings: Settings, trees: list[Tree], workdir
                     env_cache[env_key] = reuse_or_run(tree, cmd, out, settings.timeout_s)
                 env_unit = env_cache[env_key]
                 out = workdir / f"{tree.label}-r{r}-collector-{case.algo}-{case.task}-{case.backend}.json"
-                col_unit = reuse_or_run(tree, collector_command(case, settings, out), out, settings.timeout_s)
+                cmd = collector_command(case, settings, out, capabilities[tree.label]["collector"])
+                col_unit = reuse_or_run(tree, cmd, out, settings.timeout_s)
                 for kind, unit in (("env", env_unit), ("collector", col_unit)):
                     side["units"].append({"round": r, "kind": kind, "status": unit["status"],
                                           "wall_s": unit.get("wall_s"), "reused": unit.get("reused", False),

@@ -14,6 +14,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository holding this tree
 SOURCE_DIRS = ("unisim-core/src", "unilab/src", "unilab_rl/src")
+# The benchmarks' own member; a tree from before it existed kept them inside the product packages.
+OPTIONAL_SOURCE_DIRS = ("bench/src",)
 # Files the sources read at run time from the tree's root: the backend scope (unisim.scope).
 RUNTIME_FILES = ("workspace.toml",)
 
@@ -24,6 +26,14 @@ def git(*args: str, cwd: Path = ROOT) -> str:
 
 
 NOT_A_CHECKOUT = "unknown (not a git checkout)"
+
+
+def git_commit() -> str:
+    """The commit of the checkout this tree runs from, or 'unknown' (a tree copied without git)."""
+    try:
+        return git("rev-parse", "HEAD")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def working_tree_state() -> tuple[list[str], str]:
@@ -58,8 +68,15 @@ def copied_tree(label: str, root: Path) -> Tree:
 PROBE = """
 import importlib.util, json
 out = {"env_step": importlib.util.find_spec("unilab_bench.env_step") is not None,
-       "collector": importlib.util.find_spec("unilab_rl.cli.bench") is not None, "tasks": None,
+       "collector": None, "tasks": None,
        "reference_tracking": importlib.util.find_spec("unilab_bench.reference_tracking") is not None}
+for module in ("unilab_bench.collector", "unilab_rl.cli.bench"):  # its home now, and before the bench member
+    try:
+        if importlib.util.find_spec(module) is not None:
+            out["collector"] = "unilab_bench.cli" if module == "unilab_bench.collector" else module
+            break
+    except ImportError:
+        pass
 if out["env_step"]:  # the flag that turns its comparison owner off (renamed from --unfused-task)
     source = open(importlib.util.find_spec("unilab_bench.env_step").origin).read()
     out["compare_flag"] = "--compare-task" if "--compare-task" in source else "--unfused-task"
@@ -81,6 +98,7 @@ class Tree:
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         paths = [str(self.root / d) for d in SOURCE_DIRS]
+        paths += [str(self.root / d) for d in OPTIONAL_SOURCE_DIRS if (self.root / d).is_dir()]
         env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         return env
 

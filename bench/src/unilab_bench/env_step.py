@@ -42,6 +42,7 @@ from pathlib import Path
 import torch
 from unilab.config_overrides import parse_overrides
 from unilab.registry import make_manager_based_rl_env, task_config
+from unilab_rl.machine_info import machine, versions
 from unisim.factory import check_backend_name
 from unisim_bench.arguments import int_at_least
 
@@ -53,7 +54,7 @@ from unilab_bench.dispatch_probes import (
     reference_profile,
     reward_kernel_ops,
 )
-from unilab_bench.machine_info import git_commit, machine, versions
+from unilab_bench.matrix_trees import git_commit
 
 
 def _sync(device: torch.device) -> None:

@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-
 from unilab_rl.algo_config import OffPolicyConfig
 from unilab_rl.algorithms import build_agent
-from unilab_rl.cli.bench import summarize, synchronize
 from unilab_rl.cli.run_record import git_commit
 from unilab_rl.graphed_updates import uses_cuda_graphs
 from unilab_rl.runner import OffPolicyRunner
+
+from unilab_bench.stats import summarize, synchronize
 
 # Updates per eager count: a whole number of actor periods for every learner here (FastSAC 4,
 # FlashSAC 2), so the actor's share is what training runs.

@@ -8,7 +8,8 @@ import json
 import pytest
 from helpers import TINY
 from test_cli import TINY_TOKENS, fake_factory
-from unilab_rl.cli import bench as bench_cli
+from unilab_bench import cli as bench_cli
+from unilab_bench import collector as collector_bench
 
 
 def collector_argv(record_path, seconds: float, samples: int) -> list[str]:
@@ -62,7 +63,7 @@ def test_bench_prints_learning_beside_collection_per_env_priority(tmp_path, caps
                    "env_steps_per_s_with_learning_overlapped_by_env_priority": stats})
     record["of_env_alone"]["with_learning_overlapped"] = record["of_env_alone"]["with_learning"]
     record["of_env_alone_replaying_actions"]["with_learning_overlapped"] = record["of_env_alone"]["with_learning"]
-    monkeypatch.setattr(bench_cli, "bench_collector", lambda args, factory: record)
+    monkeypatch.setattr(collector_bench, "bench_collector", lambda args, factory: record)
     capsys.readouterr()
     assert bench_cli.main(argv, factory=fake_factory) == 0
     printed = capsys.readouterr().out
@@ -142,7 +143,7 @@ def test_a_record_path_that_cannot_be_written_is_refused_before_the_benchmark_ru
 
 
 def test_heaviest_kernels_ranks_names_by_their_summed_device_time_per_call():
-    from unilab_rl.cli.bench_learner import heaviest_kernels
+    from unilab_bench.learner import heaviest_kernels
 
     # two calls: "gemm" launches twice per call at 30 us, "norm" four times at 10 us, "copy" once at 50 us
     launches = [("gemm", 30.0)] * 4 + [("norm", 10.0)] * 8 + [("copy", 50.0)]
@@ -152,3 +153,17 @@ def test_heaviest_kernels_ranks_names_by_their_summed_device_time_per_call():
     assert ranked[1]["events"] == 4.0 and ranked[1]["device_ms"] == pytest.approx(0.040)
     assert ranked[2]["device_ms"] == pytest.approx(0.025)
     assert [k["name"] for k in heaviest_kernels(launches, calls=2, count=1)] == ["gemm"]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--seconds", "-1"), ("--seconds", "nan"), ("--samples", "0")])
+def test_bench_refuses_bad_numbers_before_building(tmp_path, capsys, flag, value):
+    built = []
+
+    def factory(*args, **kwargs):
+        built.append(args)
+        return fake_factory(*args, **kwargs)
+
+    argv = ["collector", "--backend", "fake", "--task", "fake_task", "--json", str(tmp_path / "b.json"), flag, value]
+    assert bench_cli.main(argv, factory=factory) == 2  # bad input
+    assert f"{flag} must be" in capsys.readouterr().err
+    assert not built and not (tmp_path / "b.json").exists()

@@ -9,7 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from unilab_bench import compare, machine_info, matrix, matrix_figures, matrix_trees, matrix_units
+from unilab_bench import compare, matrix, matrix_figures, matrix_trees, matrix_units
+
+from unilab_rl import machine_info
 
 TRACK, WALK = "flashsac/g1_motion_tracking/mujoco", "fastsac/g1_walk_flat/mujoco"
 
@@ -229,7 +231,7 @@ def test_driver_interleaves_abba_and_says_case_absent_in_base(tmp_path, monkeypa
 
     def probe(self):
         tasks = ["g1_walk_flat"] if self.label == "base" else ["g1_walk_flat", "g1_motion_tracking"]
-        return {"env_step": True, "collector": True, "tasks": tasks}
+        return {"env_step": True, "collector": "unilab_bench.cli", "tasks": tasks}
 
     def run_unit(tree, cmd, out, timeout_s):
         kind = "env" if "unilab_bench.env_step" in cmd else "collector"
@@ -330,7 +332,7 @@ def fake_units(monkeypatch):
         out.write_text(json.dumps(record))
         return {"status": "ok", "record": record, "wall_s": 0.0}
 
-    monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": True, "tasks": None})
+    monkeypatch.setattr(matrix.Tree, "probe", lambda self: {"env_step": True, "collector": "unilab_bench.cli", "tasks": None})
     monkeypatch.setattr(matrix_units, "run_unit", run_unit)
     return calls
 

@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from unilab_bench.machine_info import cpu_identity
+from unilab_rl.machine_info import cpu_identity
 
 PASS, ALLOWANCE, BLOCKED = "pass", "allowance used", "blocked"
 # A base that lacks the case (its task or runner) leaves nothing to compare, and that is no fault.

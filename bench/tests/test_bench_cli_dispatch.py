@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from unilab_rl.cli import bench
+from unilab_bench import cli as bench
 
 
 def _record(path, throughput):
