@@ -1,6 +1,8 @@
-"""The reward, termination, curriculum and event managers: behaviours a mutation review found
-unguarded. Each test fails on one small, deliberate change to the code it names (recorded beside
-it) and passes on the code as written; expected values are counted by hand."""
+"""The reward, termination, curriculum and event managers: fused terms' weights, per-episode
+sums, the terminations a reset forgets and the termination terms' resets, curriculum logging,
+and when interval events fire. Each test fails on one small, deliberate change to the code it
+names (recorded beside it) and passes on the code as written; expected values are counted by
+hand."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Term functions (``unilab.terms``) a mutation review found unguarded: each test fails on one
-small, deliberate change to the code it names (recorded beside it) and passes on the code as
-written. Expected values are worked out by hand or by an independent computation."""
+"""Term functions (``unilab.terms``): the terminal penalty, soft joint limits, the tilt and height
+terminations at their limits, sensor observations, reset offsets, pushes, and friction, mass and
+centre-of-mass randomization. Each test fails on one small, deliberate change to the code it names
+(recorded beside it) and passes on the code as written. Expected values are worked out by hand or
+by an independent computation."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Behaviours a mutation review found unguarded: each test fails on one small, deliberate
-change to the code it names (recorded beside it) and passes on the code as written."""
+"""Observation history order, action clipping before scaling, and the evaluations' pass criteria at
+their bounds (the velocity sweep's fall rate, error and settle window; the tracking evaluation's
+success, error and unscored end step). Each test fails on one small, deliberate change to the
+code it names (recorded beside it) and passes on the code as written."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The off-policy learners' math, pinned against references written here: each test fails on a
-small deliberate change to the code it names (a mutation review of flashsac.py, fastsac.py,
-learner.py and networks/{distributional,squashed_gaussian,flash}.py) and passes on the code as written.
+"""The off-policy learners' math (flashsac.py, fastsac.py, learner.py and
+networks/{distributional,squashed_gaussian,flash}.py), pinned against references written here:
+each test fails on a small deliberate change to the code it names and passes on the code as written.
 
 How the expected values are derived (never read off the code under test):
 - the categorical projection by the C51 paper's per-atom loop (clamp to [v_min, v_max], split each
@@ -17,8 +17,7 @@ How the expected values are derived (never read off the code under test):
   noise redrawn from the same seed; the temperature's first Adam step moves log-alpha by the
   learning rate against the sign of ``alpha * (entropy - target)``;
 - the zeta noise-hold law from ``k^-s`` normalized over 1..max.
-Tiny networks and synthetic batches on CPU; compile off.
-"""
+Tiny networks and synthetic batches on CPU; compile off."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""unilab-eval's verdict and what it judges, pinned where a mutation review of cli/evaluate.py
-and cli/judged.py found them unguarded (the mutant each test catches is noted beside it).
+"""unilab-eval's verdict and what it judges (cli/evaluate.py and cli/judged.py): exit codes, the
+over-time counts, each backend's env, and which exported policies it runs (the code change each
+test fails on is noted beside it).
 
 The exit code and over-time tests stand in for the policies and their runs (``judged_checkpoints``
 and ``_judge`` replaced by ones returning reports made by the velocity sweep's own ``_report``),

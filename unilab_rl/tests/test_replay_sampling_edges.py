@@ -1,6 +1,7 @@
-"""Replay-buffer behaviours a mutation review found unguarded. Each test names the small change
-to ``replay.py`` it fails on; expected values are worked out by hand from the docstring's
-n-step rules (gamma = 0.5, so every sum is exact in binary)."""
+"""Replay-buffer edges: validity masks and terminations across overwritten and quarantined slots,
+the n-step and capacity limits, and which env's window each sampled row reads. Each test names the
+small change to ``replay.py`` it fails on; expected values are worked out by hand from the
+docstring's n-step rules (gamma = 0.5, so every sum is exact in binary)."""
 
 from __future__ import annotations
 

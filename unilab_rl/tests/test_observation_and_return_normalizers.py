@@ -1,7 +1,7 @@
-"""Normalizer behaviours a mutation review found unguarded: the observation normalizer's
-epsilon and clip, and FlashSAC's return scaler (tracked return, its running maximum, the
-scale, and the restart on load). Each test names the small change to ``normalizers.py`` it
-fails on; expected values are worked out by hand or from an independent computation."""
+"""The observation normalizer's epsilon and clip, and FlashSAC's return scaler (tracked return, its
+running maximum, the scale, and the restart on load). Each test names the small change to
+``normalizers.py`` it fails on; expected values are worked out by hand or from an independent
+computation."""
 
 from __future__ import annotations
 

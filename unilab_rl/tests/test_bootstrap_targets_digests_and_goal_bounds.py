@@ -1,5 +1,7 @@
-"""Behaviours a mutation review found unguarded: each test fails on one small, deliberate
-change to the code it names (recorded beside it) and passes on the code as written."""
+"""The replay window after a time-out, the distributional soft target (pessimistic member, entropy
+sign), checkpoint digests, the collector's zeros for a non-finite final observation, and goals met
+at exactly their threshold. Each test fails on one small, deliberate change to the code it names
+(recorded beside it) and passes on the code as written."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Review tests: an unnamed (mjlab layout) NPZ is only accepted when its columns are the model's,
-and a clip is only saved when load_clip can read it back."""
+"""An unnamed (mjlab layout) NPZ is only accepted when its columns are the model's, and a clip is
+only saved when load_clip can read it back."""
 
 from __future__ import annotations
 

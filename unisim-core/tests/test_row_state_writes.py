@@ -1,5 +1,7 @@
-"""Behaviours a mutation review found unguarded: each test fails on one small, deliberate
-change to the code it names (recorded beside it) and passes on the code as written."""
+"""Writing the state of some rows: a masked reset ignores the rows it does not write, a written row
+steps as a fresh world, and it is published from its own per-env model. Each test fails on one
+small, deliberate change to the code it names (recorded beside it) and passes on the code as
+written."""
 
 from __future__ import annotations
 

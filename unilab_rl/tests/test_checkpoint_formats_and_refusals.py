@@ -1,8 +1,7 @@
-"""Checkpoint behaviours a mutation review found unguarded: which format versions and which
-incomplete or unsafe files are refused, the non-finite checks on plain values, and the RNG
-round trip. Each test names the small change to ``checkpoint.py`` it fails on. Documents are
-written with ``torch.save`` directly (with digests from ``state_digests``) so that only the
-property under test is wrong in them."""
+"""Checkpoint loading and saving: which format versions and which incomplete or unsafe files are
+refused, the non-finite checks on plain values, and the RNG round trip. Each test names the small
+change to ``checkpoint.py`` it fails on. Documents are written with ``torch.save`` directly (with
+digests from ``state_digests``) so that only the property under test is wrong in them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Goal behaviours a mutation review found unguarded. Each test names the small change to
-``goals.py`` it fails on."""
+"""Goals: how a goal's text is parsed and refused, when a run's goals are met, and what the
+summary counts. Each test names the small change to ``goals.py`` it fails on."""
 
 from __future__ import annotations
 

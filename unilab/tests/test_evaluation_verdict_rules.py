@@ -1,6 +1,6 @@
-"""The evaluations' verdicts, pinned rule by rule: a mutation review of the velocity sweep and
-the tracking evaluation found each of these unguarded (the mutant each test catches is noted
-beside it).
+"""The evaluations' verdicts, pinned rule by rule: the velocity sweep's window, fall and error
+limits and the envs it refuses, and the tracking evaluation's scored steps, success and MPKPE
+limits (the code change each test fails on is noted beside it).
 
 Most tests run ``run`` on a scripted env: a stand-in exposing just what the evaluation reads
 (its command term, the robot's velocities or body positions, terminations and time-outs),

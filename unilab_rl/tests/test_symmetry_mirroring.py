@@ -1,7 +1,7 @@
-"""Symmetry behaviours a mutation review found unguarded. The fake env's mirrors keep every
-column in place (index = arange), so a mirror that moves columns (a left and a right leg
-swapping places, `helpers.LEG_SWAP`) is used here. Each test names the small change to ``symmetry.py`` it
-fails on."""
+"""Symmetry: reflections move columns to their mirror partners, mirrored batches, and learners that
+do not augment. The fake env's mirrors keep every column in place (index = arange), so a mirror
+that moves columns (a left and a right leg swapping places, `helpers.LEG_SWAP`) is used here. Each
+test names the small change to ``symmetry.py`` it fails on."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Behaviours of the motion-tracking MDP, and of the observation, action and command managers
-it leans on, that a mutation review found unguarded: each test fails on one small, deliberate
-change to the code it names (recorded beside it) and passes on the code as written. Expected
-values are derived from the documented definitions (BeyondMimic's adaptive sampling,
-exp(-error / std^2) kernels, "not within" termination limits), not read back from the code under
-test."""
+"""Behaviours of the motion-tracking MDP (adaptive start sampling, motion metrics, terminations,
+the frame table), and of the observation, action and command managers it leans on: each test
+fails on one small, deliberate change to the code it names (recorded beside it) and passes on the
+code as written. Expected values are derived from the documented definitions (BeyondMimic's
+adaptive sampling, exp(-error / std^2) kernels, "not within" termination limits), not read back
+from the code under test."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Motion clips and the velocity task's terms: rules a mutation review found unguarded. Each test
-fails on a small, deliberate change to the code it names (recorded beside it) and passes on the
-code as written.
+"""Motion clips and the velocity task's terms. Each test fails on a small, deliberate change to the
+code it names (recorded beside it) and passes on the code as written.
 
 Pinned here: the clip's frame count, duration and fps limits; unit-quaternion tolerance; the
 canonical file's refusals; CSV import (xyzw columns, 30 fps default, resampling to 50 fps by lerp
@@ -13,8 +12,7 @@ reset and hold; the curriculum's stages; the reward kernels; the foot timers and
 Expected values are derived independently: trajectories are analytic (quadratic or linear in
 time), so their differences and interpolants are written down by hand; body poses and velocities
 come from MuJoCo itself (``mj_kinematics`` and a symmetric ``mj_integratePos`` difference, with
-MuJoCo's quaternion routines); the velocity terms run on small stand-in envs with hand-set state.
-"""
+MuJoCo's quaternion routines); the velocity terms run on small stand-in envs with hand-set state."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review of the manager runtime: per-episode reward metrics count only the episodes that ended."""
+"""The manager runtime's per-episode reward metrics count only the episodes that ended."""
 
 from __future__ import annotations
 
