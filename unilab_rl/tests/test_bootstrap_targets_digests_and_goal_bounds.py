@@ -83,6 +83,20 @@ def test_a_tensor_read_back_with_another_dtype_or_shape_over_the_same_bytes_is_r
         load_checkpoint(tmp_path / "edited.pt")
 
 
+@pytest.mark.parametrize("record", ["emptied", "one part dropped"])
+def test_a_digest_record_missing_parts_does_not_vouch_for_them(tmp_path, record):
+    # (mutant: ``digests.keys() | written.keys()`` -> ``&``: a part without a written digest goes unchecked)
+    save_checkpoint(tmp_path / "c.pt", _payload())
+    document = torch.load(tmp_path / "c.pt", weights_only=True)
+    digests = document[INTEGRITY_KEY]["digests"]
+    document[INTEGRITY_KEY]["digests"] = {} if record == "emptied" else {k: v for k, v in digests.items()
+                                                                         if k != "agent.w"}
+    document["agent"]["w"][1] = 7.0
+    torch.save(document, tmp_path / "edited.pt")
+    with pytest.raises(CheckpointError, match=r"edited.pt is damaged: .*agent\.w"):
+        load_checkpoint(tmp_path / "edited.pt")
+
+
 def test_a_format_2_checkpoint_is_checked_against_its_digests(tmp_path):
     # (mutant: ``format_version >= 2`` -> ``> 2``: version 2 files read unchecked)
     document = {"format": CHECKPOINT_FORMAT, "format_version": 2, "contract_version": ENV_RUNNER_CONTRACT_VERSION,
