@@ -6,8 +6,8 @@ import json
 import pytest
 from unilab_rl.cli import gpu_walk, train_args
 from unilab_rl.cli import train as train_cli
+from unilab_rl.cli.presets import PRESETS
 from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
-from unilab_rl.presets import PRESETS
 
 LENGTH, ERROR = "collector/episode_length_fraction", "env/metrics/twist/lin_vel_error"
 
@@ -96,7 +96,7 @@ def test_a_preset_fills_what_the_command_line_leaves_unset():
     preset = PRESETS["gpu_walk"]
     assert (args.task, args.backend, args.algo, args.minutes) == (preset.task, preset.backend, "fastsac", 1.5)
     assert args.num_envs == 8  # the flag wins
-    assert args.overrides[-1] == "gamma=0.9" and "overlap_learning=true" in args.overrides  # the override wins (last)
+    assert args.overrides[-1] == "gamma=0.9" and "runner.overlap_learning=true" in args.overrides  # the override wins (last)
     assert args.goal == [*preset.goals, "collector/episode_return>1"]
 
 
@@ -108,16 +108,6 @@ def test_a_preset_gives_each_algorithm_its_own_budget_and_the_command_line_wins(
 
     assert minutes() == (1.5, None) and minutes("--algo", "flashsac") == (3.0, None)
     assert minutes("--minutes", "2") == (2.0, None) and minutes("--steps", "1000") == (None, 1000)
-
-
-def test_a_preset_must_give_minutes_for_each_algorithm_it_tunes():
-    from pydantic import ValidationError
-    from unilab_rl.presets import TrainingPreset
-
-    with pytest.raises(ValidationError, match=r"minutes are given for \['fastsac'\], overrides for \['fastsac', "
-                                              r"'flashsac'\]"):
-        TrainingPreset(description="d", task="t", backend="b", algo="fastsac", num_envs=1, minutes={"fastsac": 1.0},
-                       overrides={"fastsac": (), "flashsac": ()})
 
 
 def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
@@ -132,11 +122,11 @@ def test_without_a_preset_the_defaults_apply_and_an_unknown_preset_is_refused():
 @pytest.mark.parametrize("algo", ["fastsac", "flashsac"])
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(name, algo, tmp_path):
-    # A preset's tokens are only checked when a run starts; a key one algorithm lacks, an env
-    # key the task lacks or a bad value would otherwise surface on the GPU machine.
+    # Each setting of the preset reaches the resolved config it names, with its value.
     from unilab.config_overrides import parse_overrides
     from unilab.registry import task_config
     from unilab_rl.cli import train_plan
+    from unilab_rl.runner_config import RunnerConfig
 
     args = train_cli.build_parser().parse_intermixed_args(["--preset", name, "--algo", algo, "--out", str(tmp_path)])
     train_args.apply_preset(args)
@@ -144,17 +134,22 @@ def test_every_preset_resolves_for_both_algorithms_with_its_overrides_applied(na
     config = plan["algo_config"]
     env_config = task_config(PRESETS[name].task, plan["env_overrides"])  # the env's tokens, resolved as a build would
     checked_env = 0
-    for key, value in (token.split("=", 1) for token in PRESETS[name].overrides_for(algo)):
-        if key in type(config).model_fields:  # the runner's tokens are checked by prepare itself
+    for token in PRESETS[name].overrides_for(algo):
+        namespace, _, setting = token.partition(".")
+        key, value = setting.split("=", 1)
+        if namespace == "algo":
             assert getattr(config, key) == getattr(type(config).model_validate({key: value}), key), key
-        elif key.removeprefix("env.") in plan["env_overrides"]:
+        elif namespace == "runner":
+            assert getattr(plan["runner_config"], key) == getattr(RunnerConfig.model_validate({key: value}), key), key
+        else:
+            assert namespace == "env", token
             resolved = env_config
-            for part in key.removeprefix("env.").split("."):
+            for part in key.split("."):
                 resolved = resolved[part] if isinstance(resolved, dict) else getattr(resolved, part)
-            [(_, parsed)] = parse_overrides([f"{key}={value}"])
+            [(_, parsed)] = parse_overrides([setting])
             assert resolved == parsed, key
             checked_env += 1
-    assert checked_env == len(plan["env_overrides"])  # every env token of the preset was checked
+    assert checked_env == len(plan["env_overrides"])  # every env setting of the preset was checked
 
 
 @pytest.mark.parametrize("text", ["loss", "a<b", "a<inf", "<0.3", "a=3"])
@@ -200,7 +195,6 @@ def test_a_tracking_preset_lets_actions_reach_every_joint_angle_of_its_clips(nam
     from unilab import make_manager_based_rl_env
 
     preset = PRESETS[name]
-    tokens = dict(t.split("=", 1) for t in preset.overrides[algo])
     env = make_manager_based_rl_env(preset.task, backend="mujoco", num_envs=1)
     try:
         table = env.command_manager.term("motion").library
@@ -209,4 +203,4 @@ def test_a_tracking_preset_lets_actions_reach_every_joint_angle_of_its_clips(nam
     finally:
         env.close()
     assert needed > 1.0  # the default range would not do
-    assert float(tokens["action_scale"]) >= needed
+    assert preset.entry_for(algo).algo.action_scale >= needed

@@ -28,12 +28,12 @@ from typing import Any
 import torch
 from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.cli.overrides import split_overrides, validated
+from unilab_rl.cli.presets import PRESETS, lookup_preset
 from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.run_record import git_commit
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
 from unilab_rl.machine_info import machine  # where a run ran, as every run summary records it
-from unilab_rl.presets import PRESETS, lookup_preset
 from unilab_rl.runner import OffPolicyRunner, RunIdentity
 from unilab_rl.runner_config import RunnerConfig
 

@@ -25,7 +25,7 @@ Progress: a bar when stdout and stderr are terminals; otherwise (a log file, a p
 job) one status line every 10 s, and with ``--no-progress`` one every 30 s.
 
 Presets and goals: ``--preset NAME`` starts from a named preset (task, backend, env count,
-budget, tuned overrides, goals; see unilab_rl.presets); flags and overrides given here win.
+budget, tuned overrides, goals; see unilab_rl.cli.presets); flags and overrides given here win.
 ``--goal 'NAME<VALUE'`` (repeatable, added to the preset's) names a logged metric to watch;
 the run's ``summary.json`` says when all goals were first met and whether they held at the
 end. Goals never stop a run.

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from unilab_rl.algorithms import ALGORITHMS
-from unilab_rl.presets import PRESETS, lookup_preset
+from unilab_rl.cli.presets import PRESETS, lookup_preset
 from unilab_rl.runner_config import RunnerConfig
 
 DEFAULTS = {"task": "g1_walk_flat", "backend": "mujoco", "algo": "flashsac", "num_envs": 64, "seed": 0}
