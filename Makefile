@@ -31,7 +31,7 @@ check:
 
 test:
 	$(PYTEST) -m "not slow" unisim-core/tests unilab/tests unilab_rl/tests bench/tests ci/tests $(ALLOW_EMPTY)
-	$(MAKE) conformance BACKEND=mujoco DEVICE=cpu
+	$(MAKE) conformance BACKEND=mujoco,mjwarp,genesis DEVICE=cpu
 
 test-all:
 	UNISIM_G1_SCENE=$(G1_SCENE) $(PYTEST) unisim-core/tests unilab/tests unilab_rl/tests bench/tests ci/tests $(ALLOW_EMPTY)
