@@ -9,6 +9,11 @@ installed, inductor's CPU build cannot import it either, so there is nothing to 
 """
 
 import importlib.util
+import os
+
+# MuJoCo picks its OpenGL platform once, at its first import, which many tests do long before the
+# video test runs; headless EGL is what unilab-play --video uses, so the whole session starts on it.
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 if importlib.util.find_spec("setuptools") is not None:
     import setuptools  # noqa: F401
