@@ -1,4 +1,5 @@
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -7,6 +8,9 @@ import torch
 
 # The fake env lives next to the tests; make it importable without a package.
 sys.path.insert(0, str(Path(__file__).parent))
+# Before anything imports mujoco, which fixes its GL platform then (the repo's conftest does the
+# same for a whole-repo session; this one covers running these tests alone).
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 # Tests that need a real env skip where unilab is not installed (unilab_rl alone). Where it is,
 # it is imported here, so that an ImportError inside unilab fails the run instead of turning
