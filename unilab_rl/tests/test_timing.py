@@ -1,21 +1,26 @@
 """The phase timer: which steps it times, and on CUDA, that it times the stream a phase runs
 on without synchronizing inside the step."""
 
-import time
+from types import SimpleNamespace
 
 import pytest
 import torch
 from unilab_rl.timing import SampledPhaseTimer
 
+from unilab_rl import timing
 
-def test_only_every_nth_step_is_timed_and_flush_starts_over():
+
+def test_only_every_nth_step_is_timed_and_flush_starts_over(monkeypatch):
+    # A clock that moves only when a phase "works": step k's work takes k+1 ms.
+    now = [0.0]
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     timer = SampledPhaseTimer(torch.device("cpu"), sample_every=3)
     for step in range(7):  # sampled: steps 0, 3 and 6
         with timer.phase("work"):
-            time.sleep(0.004 if step % 3 == 0 else 0.0)
+            now[0] += (step + 1) * 1e-3
         timer.advance()
     assert timer.counts["work"] == 3
-    assert timer.flush()["work_ms"] >= 4.0  # every timed call slept 4 ms
+    assert timer.flush()["work_ms"] == pytest.approx((1 + 4 + 7) / 3)  # the mean of the sampled steps
     assert timer.flush() == {}
 
 
