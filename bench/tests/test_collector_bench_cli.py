@@ -167,3 +167,13 @@ def test_bench_refuses_bad_numbers_before_building(tmp_path, capsys, flag, value
     assert bench_cli.main(argv, factory=factory) == 2  # bad input
     assert f"{flag} must be" in capsys.readouterr().err
     assert not built and not (tmp_path / "b.json").exists()
+
+
+def test_the_collector_benchmark_refuses_an_ambiguous_key_before_building(capsys):
+    pytest.importorskip("unilab")
+
+    def no_env(*args, **kwargs):
+        raise AssertionError("an env was built for a command whose overrides were refused")
+
+    assert collector_bench.main(["collector", "--task", "g1_walk_flat", "cuda_graph=true"], factory=no_env) == 2
+    assert "override 'cuda_graph': ambiguous, it is both algo.cuda_graph" in capsys.readouterr().err

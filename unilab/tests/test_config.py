@@ -116,3 +116,15 @@ _LEGACY = "tensor" + "_runtime"
 def test_a_removed_key_says_it_was_removed_and_points_to_the_migration_note(key):
     with pytest.raises(ValueError, match=rf"override '{key}': removed; .*docs/migration.md"):
         unilab.task_config("g1_walk_flat", [f"{key}=torch"])
+
+
+def test_setting_keys_name_every_field_and_entry_an_override_can_reach():
+    from unilab.config_overrides import names_a_setting, setting_keys
+
+    keys = setting_keys(unilab.task_config("g1_walk_flat"))
+    assert {"cuda_graph", "rewards", "rewards.velocity", "rewards.velocity.weights.alive",
+            "commands.twist.single_axis_fraction", "observations.policy.history_length"} <= keys
+    for key in sorted(keys):  # each one is a key apply_overrides walks to
+        assert not unilab.config_overrides.overrides_without_target(unilab.task_config("g1_walk_flat"), [key]), key
+    assert names_a_setting(keys, "backend_options.nthread") and names_a_setting(keys, _LEGACY)
+    assert not names_a_setting(keys, "rewards.velocity.weights.alvie") and not names_a_setting(keys, "batch_size")

@@ -31,6 +31,7 @@ from unilab_rl.cli import export as export_cli
 from unilab_rl.cli import gpu_walk as gpu_walk_cli
 from unilab_rl.cli import play as play_cli
 from unilab_rl.cli import train as train_cli
+from unilab_rl.cli.overrides import Namespace, OverrideError, env_namespace, fields_namespace, route
 from unilab_rl.cli import train_args, train_plan
 from unilab_rl.runner_config import RunnerConfig
 
@@ -90,27 +91,29 @@ def doc_overrides() -> list[tuple[str, str, str]]:
 
 
 def check_override(token: str, task: str, algo: str | None = None) -> None:
-    """The checks an override meets before anything is built: an algorithm or runner field
-    validates, ``eval.*`` is a protocol option, ``env.*`` and anything else resolve on the
-    task's config."""
-    key, _, value = token.partition("=")
-    if key.startswith("eval."):
-        task_evaluation(task, {key.removeprefix("eval."): value})
-        return
-    if key.startswith("env."):  # the env's, even where an algorithm field has the same name
-        task_fingerprint(task, {key.removeprefix("env."): value})
-        return
+    """The checks an override meets before anything is built: routed as unilab-train routes it
+    (for some algorithm, or ``algo``'s), ``eval.*`` as unilab-eval's protocol options, then
+    validated where it went; a bare key two namespaces name is refused as ambiguous."""
+    refused = None
     for name, algorithm in ALGORITHMS.items():
         if algo not in (None, name):
             continue
-        fields = algorithm.config_class.model_fields
-        if key in fields or key.removeprefix("algo.") in fields:
-            algorithm.config_class.model_validate({key.removeprefix("algo."): value})
-            return
-    if key.removeprefix("runner.") in RunnerConfig.model_fields:
-        RunnerConfig.model_validate({key.removeprefix("runner."): value})
+        namespaces = [fields_namespace("algo", "algorithm", algorithm.config_class),
+                      fields_namespace("runner", "runner", RunnerConfig), env_namespace(task),
+                      Namespace("eval", "evaluation", None, bare=False)]
+        try:
+            routed = route([token], namespaces)
+        except OverrideError as error:
+            refused = refused or error
+            continue
+        algorithm.config_class.model_validate(routed["algo"])
+        RunnerConfig.model_validate(routed["runner"])
+        if routed["eval"]:
+            task_evaluation(task, routed["eval"])
+        if routed["env"]:
+            task_fingerprint(task, routed["env"])  # raises naming the key on a bad value
         return
-    task_fingerprint(task, {key: value})  # raises naming the key on an unknown key or bad value
+    raise refused
 
 
 def check_train_command(argv: list[str]) -> None:
@@ -187,13 +190,14 @@ def test_every_override_in_the_docs_is_valid_on_the_task_it_is_shown_for(where, 
 def test_the_override_example_of_unilab_train_help_resolves_on_the_default_task():
     epilog = train_cli.build_parser().epilog
     shown = re.findall(r"\b([a-z_]+(?:\.[a-z_]+)+=\d+|episode_length_s=\d+)", epilog)
-    assert "rewards.velocity.weights.alive=2" in shown
+    assert "env.rewards.velocity.weights.alive=2" in shown
     for token in shown:
         check_override(token, train_args.DEFAULTS["task"])
 
 
 def test_an_override_the_docs_used_to_show_is_refused_on_the_default_task():
-    with pytest.raises(ValueError, match="unknown key 'alive'"):
+    with pytest.raises(ValueError, match=r"override 'rewards.alive.weight': unknown key, .*valid keys under env.rewards: "
+                                         r"velocity"):
         check_override("rewards.alive.weight=2", DEFAULT_TASK)
 
 

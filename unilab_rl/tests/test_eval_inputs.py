@@ -77,3 +77,11 @@ def test_an_out_that_is_a_file_is_refused_before_anything_is_loaded_or_built(tmp
     assert eval_cli.main(["--checkpoint", str(tmp_path / "checkpoint.pt"), "--out", str(out), *SWEEP]) == 2
     assert f"--out {out}" in capsys.readouterr().err
     assert afile.read_text() == "keep me"
+
+
+def test_an_env_override_is_routed_as_unilab_train_routes_it_and_a_misspelled_one_is_refused(short_episodes, capsys):
+    assert eval_cli.main(["--checkpoint", str(short_episodes), *SWEEP, "episode_lenght_s=30"]) == 2
+    captured = capsys.readouterr()
+    assert "did you mean env.episode_length_s?" in captured.err and "building" not in captured.out
+    assert eval_cli.main(["--checkpoint", str(short_episodes), *SWEEP, "env.episode_lenght_s=30"]) == 2
+    assert "unknown env key 'episode_lenght_s'; did you mean env.episode_length_s?" in capsys.readouterr().err

@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 from unilab_rl.algorithms import build_agent, lookup
-from unilab_rl.cli.overrides import split_overrides, validated
-from unilab_rl.cli.presets import PRESETS, lookup_preset
+from unilab_rl.cli.overrides import env_namespace, split_overrides, validated
+from unilab_rl.cli.presets import PRESETS, given_fields, lookup_preset
 from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.run_record import git_commit
 from unilab_rl.cli.threads import apply_thread_policy
@@ -156,12 +156,11 @@ def bench_runner(args: argparse.Namespace, factory: EnvFactory):
     the benchmarks time them: ``--preset`` overrides first, the command line's win, learning
     from the first step. The caller closes the env."""
     algorithm = lookup(args.algo)
-    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
-    tuned = lookup_preset(args.preset).overrides_for(args.algo) if args.preset else []
-    preset = split_overrides(tuned, algorithm.config_class, RunnerConfig)
+    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig, env_namespace(args.task))
+    tuned = given_fields(lookup_preset(args.preset).entry_for(args.algo).algo) if args.preset else {}
     # Learning starts after one batch (the preset's learning_starts included) so the "learn"
     # mode is learning from its first sample; the command line still wins.
-    config = validated(algorithm.config_class, {**preset.algo, "learning_starts": 0}, split.algo, "algorithm")
+    config = validated(algorithm.config_class, {**tuned, "learning_starts": 0}, split.algo, "algorithm")
     runner_config = validated(RunnerConfig, {"timing_sample_every": 1_000_000}, split.runner, "runner")
     config.check_replay_holds_a_start(args.num_envs)  # else the fill below would never end
     env = factory(args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=0,

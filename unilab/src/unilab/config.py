@@ -248,11 +248,11 @@ EXECUTION_SETTINGS = ("validate_actions", "profile_phases", "cuda_graph")
 
 
 def task_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """A run's env overrides without its execution settings (``EXECUTION_SETTINGS``, with or
-    without the ``env.`` prefix): what its env computed, not how that run's env ran. Play,
-    evaluation and export rebuild the env on a device and backend of their own choosing (a
-    CPU export of a policy trained with ``cuda_graph=true`` could not graph), so they take these."""
-    return {key: value for key, value in overrides.items() if key.removeprefix("env.") not in EXECUTION_SETTINGS}
+    """A run's env overrides without its execution settings (``EXECUTION_SETTINGS``): what its
+    env computed, not how that run's env ran. Play, evaluation and export rebuild the env on a
+    device and backend of their own choosing (a CPU export of a policy trained with
+    ``cuda_graph=true`` could not graph), so they take these."""
+    return {key: value for key, value in overrides.items() if key not in EXECUTION_SETTINGS}
 
 
 class EnvCfg(Strict):

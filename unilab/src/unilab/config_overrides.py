@@ -82,6 +82,34 @@ def apply_overrides(cfg: EnvCfg, overrides: Mapping[str, Any] | Iterable[str] | 
         raise ValueError(f"overrides {given}: {problems}") from None
 
 
+def setting_keys(cfg: EnvCfg) -> frozenset[str]:
+    """Every dotted key an override may name in ``cfg``: each field of its models and each entry
+    of its dicts, at every depth (``rewards``, ``rewards.velocity``, ``rewards.velocity.weights.alive``).
+    What ``names_a_setting`` takes besides: ``backend_options`` entries and removed keys."""
+    keys: set[str] = set()
+
+    def walk(node: Any, path: str) -> None:
+        children = ({name: getattr(node, name) for name in type(node).model_fields} if isinstance(node, BaseModel)
+                    else node if isinstance(node, dict) else {})
+        for name, child in children.items():
+            if not isinstance(name, str) or "." in name:
+                continue  # a regex key (".*_knee"): no dotted key can name it
+            key = f"{path}{name}"
+            keys.add(key)
+            walk(child, f"{key}.")
+
+    walk(cfg, "")
+    return frozenset(keys)
+
+
+def names_a_setting(keys: frozenset[str], key: str) -> bool:
+    """Whether an override of ``key`` reaches a config with ``setting_keys`` ``keys``: one of
+    them, a ``backend_options`` entry (free-form adapter options) or a removed key (refused by
+    ``apply_overrides`` with what replaced it)."""
+    parent, _, _ = key.rpartition(".")
+    return key in keys or parent == "backend_options" or key in REMOVED_KEYS
+
+
 def overrides_without_target(cfg: EnvCfg, keys: Iterable[str]) -> list[str]:
     """The dotted keys that name nothing in ``cfg``: a parent path it lacks (a training run's
     ``curriculum.command_ranges.params.stages`` on a play variant that has no curriculum), or

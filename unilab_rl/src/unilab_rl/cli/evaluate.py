@@ -54,7 +54,7 @@ from typing import Any
 from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli.judged import Judged, judged_checkpoints, judged_exports
 from unilab_rl.cli.metrics_sink import write_json_atomic
-from unilab_rl.cli.overrides import parse_tokens
+from unilab_rl.cli.overrides import Namespace, env_namespace, parse_tokens, route
 from unilab_rl.cli.run_dir import check_writable
 from unilab_rl.cli.summary import warn_altered_physics
 from unilab_rl.export import ExportError
@@ -90,8 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="judge the policy averaged with its own left-right mirror (needs a task that "
                              "declares its mirror)")
     parser.add_argument("overrides", nargs="*", metavar="key=value",
-                        help="env overrides on top of the checkpoint's (e.g. episode_length_s=30); "
-                             "eval.KEY=VALUE sets a parameter of the evaluation protocol")
+                        help="env overrides on top of the checkpoint's (env.KEY=VALUE or KEY=VALUE, e.g. "
+                             "env.episode_length_s=30); eval.KEY=VALUE sets a parameter of the evaluation protocol")
     return parser
 
 
@@ -101,18 +101,21 @@ def evaluate(args: argparse.Namespace) -> int:
 
     if args.out is not None:  # a folder for report.json: checked before anything is loaded, not after the run
         check_writable(args.out, "--out")
-    tokens = parse_tokens(args.overrides)
-    options = {k.removeprefix("eval."): v for k, v in tokens.items() if k.startswith("eval.")}
+    parse_tokens(args.overrides)  # malformed tokens fail before anything is loaded
     if args.latest_actor and args.policy is not None:
         raise ValueError("--latest-actor: only for --checkpoint (an exported policy holds one actor)")
     subjects = (judged_checkpoints(args.checkpoint, args.latest_actor) if args.policy is None
                 else judged_exports(args.policy))
     first = subjects[0]
+    # env.<key> (or a bare key): an env override on the task the protocol runs on; eval.<key>: a protocol option.
+    evaluated_on = task_evaluation(args.task or first.task).task
+    routed = route(args.overrides, [env_namespace(evaluated_on), Namespace("eval", "evaluation", None, bare=False)])
+    options = routed["eval"]
     evaluation = task_evaluation(args.task or first.task, options)
     backends = [b.strip() for b in (args.backends or first.backend).split(",") if b.strip()]
     if not backends or len(set(backends)) != len(backends):
         raise ValueError(f"--backends {args.backends!r}: expected distinct comma-separated backend names")
-    overrides, dropped = _env_overrides(evaluation.task, first.env_overrides, tokens)
+    overrides, dropped = _env_overrides(evaluation.task, first.env_overrides, routed["env"])
     evaluation = evaluation.fitted(task_config(evaluation.task, overrides))
     over_time = []
     for subject in subjects:
@@ -176,7 +179,7 @@ def _over_time_cell(report: dict[str, Any]) -> dict[str, Any]:
     return cell
 
 
-def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _env_overrides(task: str, trained: dict[str, Any], given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The checkpoint's env overrides on the evaluation task, then those given here.
 
     A training override of a term or entry the play variant removed (a curriculum stage, a
@@ -189,9 +192,8 @@ def _env_overrides(task: str, trained: dict[str, Any], tokens: dict[str, Any]) -
 
     trained = task_overrides(trained)  # how the training env ran (CUDA graphs, checks) is decided here
     dropped = overrides_without_target(task_config(task), trained)
-    dropped += [k for k in trained if k.removeprefix("env.") in PROTOCOL_SETTINGS and k not in dropped]
-    overrides = {**{k: v for k, v in trained.items() if k not in dropped},
-                 **{k: v for k, v in tokens.items() if not k.startswith("eval.")}}
+    dropped += [k for k in trained if k in PROTOCOL_SETTINGS and k not in dropped]
+    overrides = {**{k: v for k, v in trained.items() if k not in dropped}, **given}
     if dropped:
         print(f"unilab-eval: training overrides not in {task} or set by its evaluation, dropped: {', '.join(dropped)}",
               flush=True)

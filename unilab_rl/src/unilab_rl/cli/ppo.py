@@ -4,11 +4,12 @@
     python -m unilab_rl.cli.ppo --task g1_walk_flat --backend mujoco --num-envs 64 --iterations 100 --out runs/ppo
 
 Needs the ``ppo`` extra (``pip install 'unilab-rl[ppo]'``: rsl-rl-lib). ``key=value`` tokens
-whose first dotted part names a section of the rsl_rl runner config below
-(``algorithm.learning_rate=3e-4``, ``actor.hidden_dims=[64,64]``, ``num_steps_per_env=16``,
-``clip_actions=1.0``) edit that config (values parsed as Python literals; rsl_rl rejects
-unknown keys when it builds the algorithm); any other token is an env override
-(``rewards.velocity.weights.alive=2``), validated by the env factory.
+whose first dotted part names a section of the rsl_rl runner config below, or written
+``runner.<key>`` (``algorithm.learning_rate=3e-4``, ``actor.hidden_dims=[64,64]``,
+``num_steps_per_env=16``, ``clip_actions=1.0``), edit that config (values parsed as Python
+literals; rsl_rl rejects unknown keys when it builds the algorithm); ``env.<key>`` or another
+key of the task's config is an env override (``rewards.velocity.weights.alive=2``), routed as
+``unilab-train`` routes them (unilab_rl.cli.overrides) and validated by the env factory.
 
 OUT receives what rsl_rl writes (``model_<it>.pt`` every ``save_interval`` iterations and at
 the end, TensorBoard events, ``git/`` diffs), ``run.json`` (task, backend, env overrides,
@@ -44,7 +45,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from unilab_rl.cli.overrides import OverrideError, parse_tokens
+from unilab_rl.cli.overrides import Namespace, OverrideError, env_namespace, route
 from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvFactory
 
@@ -83,8 +84,9 @@ class UsageError(ValueError):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m unilab_rl.cli.ppo", description="Train a unilab task with rsl_rl's PPO.",
-        epilog="Overrides: key=value; a key under one of " + ", ".join(sorted(DEFAULT_RUNNER_CFG))
-               + " edits the rsl_rl runner config, anything else is an env override.")
+        epilog="Overrides: key=value; runner.<key> or a key under one of " + ", ".join(sorted(DEFAULT_RUNNER_CFG))
+               + " edits the rsl_rl runner config, env.<key> or another key of the task's config is an env "
+               "override; a bare key both name is refused, as is one neither has.")
     parser.add_argument("--task", default="g1_walk_flat")
     parser.add_argument("--backend", default=None, help="default: mujoco; with --play, the run's backend")
     parser.add_argument("--num-envs", type=int, default=None, help="default: 64; with --play, 16")
@@ -112,22 +114,33 @@ def literal(text: str) -> Any:
         return text  # a bare word such as tanh or adaptive
 
 
-def split_ppo_overrides(tokens: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """(runner config with the tokens applied, env overrides)."""
+def _dotted_keys(tree: dict[str, Any], path: str = "") -> set[str]:
+    keys = {f"{path}{name}" for name in tree}
+    for name, child in tree.items():
+        if isinstance(child, dict):
+            keys |= _dotted_keys(child, f"{path}{name}.")
+    return keys
+
+
+# The rsl_rl runner config's keys; a section also takes keys it lacks (rsl_rl refuses unknown ones).
+RUNNER_NAMESPACE = Namespace("runner", "rsl_rl runner", frozenset(_dotted_keys(DEFAULT_RUNNER_CFG)),
+                             takes=lambda key: key.split(".")[0] in DEFAULT_RUNNER_CFG)
+
+
+def split_ppo_overrides(tokens: list[str], env: Namespace | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(runner config with the tokens applied, env overrides); ``env``: the env's settings
+    (``env_namespace(task)``), None where the factory checks them."""
     runner_cfg = copy.deepcopy(DEFAULT_RUNNER_CFG)
-    env_overrides: dict[str, str] = {}
-    for key, value in parse_tokens(tokens).items():
+    routed = route(tokens, [RUNNER_NAMESPACE, env or Namespace("env", "env", None)])
+    for key, value in routed["runner"].items():
         path = key.split(".")
-        if path[0] not in runner_cfg:
-            env_overrides[key] = value
-            continue
         node = runner_cfg
         for part in path[:-1]:
             if not isinstance(node.get(part), dict):
                 raise OverrideError(f"override {key!r}: {part!r} is not a section of the rsl_rl runner config")
             node = node[part]
         node[path[-1]] = literal(value)
-    return runner_cfg, env_overrides
+    return runner_cfg, routed["env"]
 
 
 def check_runner_numbers(runner_cfg: dict[str, Any], num_envs: int) -> None:
@@ -216,7 +229,7 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     args.num_envs = 64 if args.num_envs is None else args.num_envs
     if args.iterations < 1 or args.num_envs < 1:
         raise UsageError("--iterations and --num-envs must be >= 1")
-    runner_cfg, env_overrides = split_ppo_overrides(args.overrides)
+    runner_cfg, env_overrides = split_ppo_overrides(args.overrides, env_namespace(args.task))
     check_runner_numbers(runner_cfg, args.num_envs)
     resumed = None if args.resume is None else read_resume_model(args.resume)
     carried = None if resumed is None else resumed_infos(args.resume, resumed)  # refused before building

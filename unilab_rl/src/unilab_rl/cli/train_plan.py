@@ -17,7 +17,7 @@ from typing import Any
 from unilab_rl import distributed
 from unilab_rl.algorithms import lookup
 from unilab_rl.checkpoint import check_same_task, load_checkpoint
-from unilab_rl.cli.overrides import split_overrides, validated
+from unilab_rl.cli.overrides import env_namespace, split_overrides, validated
 from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir
 from unilab_rl.cli.run_record import apply_run_record, load_run_record
 from unilab_rl.cli.train_args import UsageError, apply_preset
@@ -72,7 +72,7 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
     except GoalError as error:
         raise UsageError(str(error)) from None
     algorithm = lookup(args.algo)
-    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig)
+    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig, env_namespace(args.task))
     base_algo: dict[str, Any] = bases["algo"]
     env_overrides = {**bases["env"], **split.env}
     if document is not None:
