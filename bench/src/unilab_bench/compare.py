@@ -4,7 +4,7 @@
     unilab-bench compare RUN.json             # a ``matrix --base`` record (both sides, paired)
     unilab-bench compare BASE.json HEAD.json --counts-only   # records not measured alike
 
-The budget (docs/perf/README.md):
+The budget (docs/benchmarks.md):
 
 - throughput (streamed env steps/s; collector steps/s without learning, learning after each
   step, and learning beside collection, as the presets that overlap it train) may cost at most
@@ -45,6 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from unilab_rl.machine_info import cpu_identity
+
+from unilab_bench.results.cli import record_to
+from unilab_bench.results.records import command_line, compare_record
 
 PASS, ALLOWANCE, BLOCKED = "pass", "allowance used", "blocked"
 # A base that lacks the case (its task or runner) leaves nothing to compare, and that is no fault.
@@ -284,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="BASE.json HEAD.json (the 'head' side of each), or one matrix --base record")
     p.add_argument("--baseline", type=Path, help="the migration's baseline record (closeout ceiling)")
     p.add_argument("--json", type=Path, help="write the comparison here")
+    p.add_argument("--record", type=Path, metavar="STORE",
+                   help="also append a compact record of the verdicts to this results store")
     p.add_argument("--counts-only", action="store_true",
                    help="judge the per-step counts alone (host syncs, redundant physics): for records measured "
                         "unalike (another machine or timing window), which are otherwise refused")
@@ -321,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
+    record_to(args.record, compare_record(result, head_record, records=[str(p) for p in args.records],
+                                          command=command_line()))
     return result["exit_code"]
 
 

@@ -3,7 +3,7 @@
     python -m unilab_bench.env_step --backend mujoco --num-envs 1024 --out bench.json
     python -m unilab_bench.env_step --backend mjwarp --num-envs 4096 --device cuda --out FILE
 
-Method (docs/perf/README.md): one process, one backend; warm up first (compiles, graph
+Method (docs/benchmarks.md): one process, one backend; warm up first (compiles, graph
 capture); then ``--samples`` interleaved rounds, each timing ``--steps`` steps of: raw
 physics (``backend.step`` alone with the zero policy's ctrl, from the env's current states,
 which are restored afterwards), the env with a zero policy, the env with a random policy,
@@ -55,6 +55,8 @@ from unilab_bench.dispatch_probes import (
     reward_kernel_ops,
 )
 from unilab_bench.matrix_trees import git_commit
+from unilab_bench.results.cli import check_target, record_to
+from unilab_bench.results.records import command_line, env_record
 
 
 def _sync(device: torch.device) -> None:
@@ -351,12 +353,15 @@ def main(argv: list[str] | None = None) -> dict:
                         "torch ops as the env dispatches, and replaying the env's recorded state writes "
                         "(unilab_bench.gap_rows)")
     p.add_argument("--out", default=None, help="write the JSON record here")
+    p.add_argument("--record", type=Path, default=None, metavar="STORE",
+                   help="also append a compact record to this results store (e.g. results/records.jsonl)")
     args = p.parse_args(argv)
     if args.samples < 3:
         p.error("--samples: at least 3 interleaved samples")
     if args.torch_threads is None and (args.device is None or str(args.device).startswith("cpu")):
         args.torch_threads = 1
-    try:  # the task, its overrides and the backend name, before anything is built
+    try:  # the task, its overrides, the backend name and the store, before anything is built
+        check_target(args.record)
         check_backend_name(args.backend, argument="--backend")
         parse_overrides(args.backend_option)
         task_config(args.task, _overrides(args))
@@ -369,6 +374,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    record_to(args.record, env_record(record, command=command_line()))
     return record
 
 

@@ -43,6 +43,8 @@ from unilab_bench import compare
 from unilab_bench.matrix_figures import case_metrics, format_summary, summarize_side
 from unilab_bench.matrix_trees import ROOT, Tree, copied_tree, git, working_tree_state
 from unilab_bench.matrix_units import prepare_units, reuse_or_run
+from unilab_bench.results.cli import check_target, record_to
+from unilab_bench.results.records import command_line, matrix_record
 
 # Learner sizes for the CPU profile: the GPU presets' networks take seconds per update on a core.
 CPU_LEARNER = ("batch_size=128", "updates_per_step=1", "actor_width=64", "critic_width=64",
@@ -241,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "recorded where DIR is a checkout")
     p.add_argument("--head", metavar="REV", help="run the head from a worktree of REV too (default: this tree)")
     p.add_argument("--out", type=Path, help="write the JSON record here")
+    p.add_argument("--record", type=Path, metavar="STORE",
+                   help="also append a compact record to this results store (e.g. results/records.jsonl)")
     p.add_argument("--units", type=Path, help="keep every process's JSON here; run again with the same folder "
                    "to resume a run cut short (records there are reused, not re-measured; records made with other "
                    "settings, at another commit of their tree or on another machine are refused)")
@@ -257,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.rounds < 3:
         p.error("--rounds: at least 3 interleaved samples per case")
+    try:
+        check_target(args.record)
+    except ValueError as error:
+        p.error(str(error))
     device = args.device
     if device is None:
         import torch
@@ -348,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         code = 2
     if args.out:
         write_record(args.out, record)
+    record_to(args.record, matrix_record(record, command=command_line()))
     return code
 
 
