@@ -42,16 +42,22 @@ conformance:
 		--unisim-num-envs $(NUM_ENVS) --unisim-model builtin,$(G1_SCENE)
 
 # CPU by default; DEVICE=cuda runs the GPU benchmarks (mjwarp/genesis adapters, env and collector on mjwarp).
+# Each benchmark's JSON goes under $(BENCH_OUT) (not committed); the env and collector benchmarks also
+# append their compact record to the results store $(RECORD) (docs/benchmarks.md).
+BENCH_OUT ?= runs/bench
+RECORD ?= results/records.jsonl
 bench:
 ifeq ($(DEVICE),cuda)
 	$(VENV)/bin/unilab-bench backend --model $(G1_SCENE) --device cuda --envs 1024,4096,8192 \
-		--genesis-envs 1024,4096,8192 --out docs/perf/latest-backend-cuda.json
+		--genesis-envs 1024,4096,8192 --out $(BENCH_OUT)/backend-cuda.json
 	$(VENV)/bin/unilab-bench env --backend mjwarp --num-envs 4096 --device cuda --gap-rows \
-		--compare-task g1_walk_flat --compare-override cuda_graph=true --out docs/perf/latest-env-mjwarp-4096.json
+		--compare-task g1_walk_flat --compare-override cuda_graph=true --out $(BENCH_OUT)/env-mjwarp-4096.json \
+		--record $(RECORD)
 	for algo in flashsac fastsac; do $(VENV)/bin/unilab-bench collector --backend mjwarp --num-envs 4096 \
 		--device cuda --algo $$algo --preset gpu_walk replay_capacity_per_env=64 \
-		--json docs/perf/latest-collector-$$algo-mjwarp-4096.json || exit 1; done
+		--json $(BENCH_OUT)/collector-$$algo-mjwarp-4096.json --record $(RECORD) || exit 1; done
 else
-	$(VENV)/bin/unilab-bench backend-host --model $(G1_SCENE) --num-envs 64,1024 --out docs/perf/latest-backend-mujoco.json
-	$(VENV)/bin/unilab-bench env --backend mujoco --num-envs 1024 --out docs/perf/latest-env-mujoco-1024.json
+	$(VENV)/bin/unilab-bench backend-host --model $(G1_SCENE) --num-envs 64,1024 --out $(BENCH_OUT)/backend-mujoco.json
+	$(VENV)/bin/unilab-bench env --backend mujoco --num-envs 1024 --gap-rows --out $(BENCH_OUT)/env-mujoco-1024.json \
+		--record $(RECORD)
 endif
