@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from unilab.assets.motion.check import check_clip
-from unilab.assets.motion.importers import DEFAULT_CSV_FPS, DEFAULT_OUTPUT_FPS, export_csv, import_motion
+from unilab.assets.motion.importers import DEFAULT_CSV_FPS, DEFAULT_OUTPUT_FPS, export_csv, import_motion_with_report
 from unilab.assets.motion.io import MotionDataError, load_clip, save_clip, write_atomically
+from unilab.assets.motion.library import resolve_clip
 from unilab.assets.motion.pinned import PINNED_CLIP_GROUPS, motion_root, pinned_clip_paths
 
 
@@ -24,7 +25,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "check clips, fetch the pinned ones.")
     sub = p.add_subparsers(dest="cmd", required=True)
     imp = sub.add_parser("import", help="convert a CSV / NPZ motion to a canonical clip")
-    imp.add_argument("source", type=Path, help=".csv (root xyz, quat xyzw, 29 joints) or .npz")
+    imp.add_argument("source", type=Path, help=".csv (root xyz, quat xyzw, 29 joints) or .npz (mjlab, BeyondMimic, "
+                     "holosoma, qpos-only or canonical; bodies the model lacks are ignored)")
     imp.add_argument("-o", "--out", type=Path, required=True, help="canonical clip to write (.npz)")
     imp.add_argument("--fps", type=float, default=None,
                      help=f"source rate (CSV default {DEFAULT_CSV_FPS:g}; NPZ: its own fps)")
@@ -38,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--pinned", action="store_true", help="check the pinned clips too")
     chk.add_argument("--json", type=Path, default=None, help="also write the reports as JSON")
     exp = sub.add_parser("export-csv", help="write a clip's root pose and joints as an importable CSV")
-    exp.add_argument("clip", type=Path)
+    exp.add_argument("clip", help="a canonical clip file or a pinned clip name (`unilab-motion list`)")
     exp.add_argument("out", type=Path, metavar="OUT", help="CSV file to write")
     sub.add_parser("fetch", help="download and convert the pinned clips into the cache (make install)")
     sub.add_parser("list", help="the pinned clips and their files")
@@ -73,10 +75,12 @@ def _import(args) -> int:
     check_out_path(args.out, "--out")
     if args.out.exists() and not args.overwrite:
         raise MotionDataError(f"--out {args.out} exists; pass --overwrite to replace it")
-    clip = import_motion(args.source, fps=args.fps, out_fps=args.out_fps, name=args.name)
+    clip, report = import_motion_with_report(args.source, fps=args.fps, out_fps=args.out_fps, name=args.name)
     _write(args.out, "--out", lambda: save_clip(clip, args.out))
     print(f"wrote {args.out}: clip {clip.name!r}, {clip.num_frames} frames at {clip.fps:g} fps "
           f"({clip.duration_s:.2f} s); check it with `unilab-motion check {args.out}`")
+    for line in report.lines():
+        print(f"  {line}")
     return 0
 
 
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args)
         if args.cmd == "export-csv":
             check_out_path(args.out, "OUT")
-            clip = load_clip(args.clip)
+            clip = load_clip(resolve_clip(args.clip))
             _write(args.out, "OUT", lambda: export_csv(clip, args.out))
             print(args.out)
             return 0

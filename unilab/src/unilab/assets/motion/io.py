@@ -24,10 +24,12 @@ from __future__ import annotations
 import os
 import uuid
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import torch
+from numpy.lib import format as npy_format
 
 from unilab.assets.motion.clip import CLIP_FORMAT_VERSION, MotionClip
 
@@ -37,6 +39,15 @@ CANONICAL_KEYS = frozenset(("format_version", "name", "fps", "joint_names", "bod
 # anything beyond this is a broken rotation, not rounding.
 QUAT_NORM_TOL = 1e-3
 FPS_RANGE = (1.0, 1000.0)
+# Bounds on what one clip may make the loaders allocate, checked on the declared sizes (NPZ member
+# headers, CSV row counts, the resampled length) before anything is allocated. The longest pinned
+# clip has 2,575 frames (51 s); 100,000 frames is 33 minutes at 50 fps (a canonical clip of that
+# length takes 180 MB). 1 GiB of arrays read from one file covers that clip in float64 with 60
+# extra source bodies; a file declaring more is refused, not read until memory runs out. A CSV of
+# 100,000 rows of 36 numbers takes about 70 MB of text.
+MAX_CLIP_FRAMES = 100_000
+MAX_NPZ_BYTES = 2**30
+MAX_CSV_BYTES = 2**27
 
 
 class MotionDataError(ValueError):
@@ -125,14 +136,68 @@ def write_atomically(path: Path, write) -> None:
         raise
 
 
-def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` (no pickled objects), or a MotionDataError saying why not."""
+def npz_headers(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Each array of an ``.npz`` as its declared (shape, dtype), read from the member headers
+    without loading any data; a MotionDataError if the file is not a readable ``.npz``."""
     path = Path(path)
     if not path.is_file():
         raise MotionDataError(f"{path}: no such file")
+    headers = {}
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        with zipfile.ZipFile(path) as zf:
+            for member in zf.namelist():
+                if not member.endswith(".npy"):
+                    continue
+                with zf.open(member) as fp:
+                    version = npy_format.read_magic(fp)
+                    if version == (1, 0):
+                        shape, _, dtype = npy_format.read_array_header_1_0(fp)
+                    elif version == (2, 0):
+                        shape, _, dtype = npy_format.read_array_header_2_0(fp)
+                    else:
+                        raise ValueError(f"{member}: .npy format version {version} is not read here")
+                if any(n < 0 for n in shape):
+                    raise ValueError(f"{member}: negative dimension in shape {shape}")
+                headers[member.removesuffix(".npy")] = (tuple(int(n) for n in shape), dtype)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise MotionDataError(f"{path}: not a readable .npz ({exc})") from exc
+    return headers
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.3g} MiB"
+
+
+def check_declared_sizes(path: Path, headers: dict[str, tuple[tuple[int, ...], np.dtype]]) -> None:
+    """Refuse, before anything is allocated, arrays declaring more than ``MAX_CLIP_FRAMES`` frames
+    (the first axis of a numeric array of 2 or more axes) or more than ``MAX_NPZ_BYTES`` together."""
+    total = 0
+    for key, (shape, dtype) in headers.items():
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        total += nbytes
+        declared = f"{key} declares shape {shape} {dtype} ({_size(nbytes)})"
+        if dtype.kind in "biuf" and len(shape) >= 2 and shape[0] > MAX_CLIP_FRAMES:
+            raise MotionDataError(f"{path}: {declared}: {shape[0]} frames, over the limit of {MAX_CLIP_FRAMES} "
+                                  "frames a clip (MAX_CLIP_FRAMES); split the motion into shorter clips")
+        if total > MAX_NPZ_BYTES:
+            raise MotionDataError(f"{path}: {declared}: the arrays read from this file would take more than the "
+                                  f"limit of {_size(MAX_NPZ_BYTES)} (MAX_NPZ_BYTES)")
+
+
+def read_npz(path: str | os.PathLike, keys: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` (default: all) of an ``.npz`` that has them, no pickled objects, once their
+    declared sizes passed ``check_declared_sizes``; or a MotionDataError saying why not."""
+    path = Path(path)
+    headers = npz_headers(path)
+    wanted = list(headers) if keys is None else [k for k in keys if k in headers]
+    check_declared_sizes(path, {k: headers[k] for k in wanted})
+    try:
+        with zipfile.ZipFile(path) as zf:
+            arrays = {}
+            for key in wanted:
+                with zf.open(f"{key}.npy") as fp:
+                    arrays[key] = npy_format.read_array(fp, allow_pickle=False)
+            return arrays
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise MotionDataError(f"{path}: not a readable .npz ({exc})") from exc
 
@@ -156,12 +221,12 @@ def check_format_version(value: np.ndarray, where: str) -> None:
 def load_clip(path: str | os.PathLike) -> MotionClip:
     """Read a canonical clip file; anything else (or a damaged one) is a MotionDataError naming the problem."""
     path = Path(path)
-    z = read_npz(path)
     where = str(path)
-    missing = sorted(CANONICAL_KEYS - set(z))
+    missing = sorted(CANONICAL_KEYS - set(npz_headers(path)))
     if missing:
         hint = " (an unconverted clip? convert it with `unilab-motion import`)" if "format_version" in missing else ""
         raise MotionDataError(f"{where}: not a canonical clip: missing {missing}{hint}")
+    z = read_npz(path, CANONICAL_KEYS)
     check_format_version(z["format_version"], where)
     fps = check_fps(z["fps"], where)
     if z["joint_names"].dtype.kind != "U" or z["body_names"].dtype.kind != "U":

@@ -45,9 +45,11 @@ def quat_to_rotvec(q: np.ndarray) -> np.ndarray:
 
 
 def quat_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Geodesic angle (rad) between unit quaternions, sign-insensitive."""
-    dot = np.abs(np.sum(a * b, axis=-1))
-    return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
+    """Geodesic angle (rad) between quaternions, sign-insensitive: ``2 atan2(|v|, |w|)`` of ``a^-1 b``,
+    accurate near 0 (``2 arccos |a.b|`` loses it: float32 rounding of equal rotations reads 6e-4
+    rad) and independent of the norms."""
+    d = quat_mul(quat_conj(a), b)
+    return 2.0 * np.arctan2(np.linalg.norm(d[..., 1:], axis=-1), np.abs(d[..., 0]))
 
 
 def quat_slerp(a: np.ndarray, b: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -108,6 +110,32 @@ def model_body_names(model: mujoco.MjModel) -> tuple[str, ...]:
 
 def free_joint_name(model: mujoco.MjModel) -> str:
     return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, 0)
+
+
+def breadth_first_bodies(model: mujoco.MjModel) -> tuple[int, ...]:
+    """Body ids (the world excluded) breadth-first over the kinematic tree, children in MuJoCo
+    order: the order Isaac Lab lists an articulation's bodies and joints in (BeyondMimic's motion
+    files). MuJoCo's own order, the model's, is depth-first (mjlab's files)."""
+    children: dict[int, list[int]] = {b: [] for b in range(model.nbody)}
+    for b in range(1, model.nbody):
+        children[int(model.body_parentid[b])].append(b)
+    order, queue = [], list(children[0])
+    while queue:
+        b = queue.pop(0)
+        order.append(b)
+        queue.extend(children[b])
+    return tuple(order)
+
+
+def breadth_first_body_names(model: mujoco.MjModel) -> tuple[str, ...]:
+    return tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) for b in breadth_first_bodies(model))
+
+
+def breadth_first_joint_names(model: mujoco.MjModel) -> tuple[str, ...]:
+    """Hinge joint names in the breadth-first body order (see ``breadth_first_bodies``)."""
+    return tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for b in breadth_first_bodies(model)
+                 for j in range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b])
+                 if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE)
 
 
 def hinge_ranges(model: mujoco.MjModel) -> np.ndarray:

@@ -93,7 +93,8 @@ def check_compatible(clips: Sequence[MotionClip], labels: Sequence[str]) -> None
                                   "a library has one rate (re-import the source CSVs at one --out-fps)")
 
 
-def _resolve(item: str | os.PathLike) -> Path:
+def resolve_clip(item: str | os.PathLike) -> Path:
+    """A clip file path, or the cached file of a pinned clip name (`unilab-motion list` prints them)."""
     from unilab.assets.motion.pinned import PINNED_CLIP_GROUPS, pinned_clip_paths
 
     if isinstance(item, str) and item in PINNED_CLIP_GROUPS:
@@ -110,7 +111,7 @@ def load_library(paths_or_names: Sequence[str | os.PathLike] | str | os.PathLike
     """Clips by file path or pinned name; ``weights`` per clip (default: uniform), normalized to sum 1."""
     if isinstance(paths_or_names, (str, os.PathLike)):
         paths_or_names = [paths_or_names]
-    paths = [_resolve(item) for item in paths_or_names]
+    paths = [resolve_clip(item) for item in paths_or_names]
     clips = tuple(load_clip(p) for p in paths)
     if clips:  # labelled by path: two files may store the same clip name
         check_compatible(clips, [f"clip {c.name!r} ({p})" for c, p in zip(clips, paths)])
