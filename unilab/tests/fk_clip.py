@@ -1,5 +1,6 @@
-"""A reference clip of the project's G1 made here by forward kinematics (test data): the
-knees-bent pose with every joint swinging and the base drifting forward and turning."""
+"""Test data of the project's G1: a reference clip made here by forward kinematics (the
+knees-bent pose with every joint swinging and the base drifting forward and turning), and the
+joint order of Isaac Lab's (BeyondMimic's) motion files."""
 
 from __future__ import annotations
 
@@ -10,6 +11,19 @@ import numpy as np
 import torch
 from unilab.assets import g1_scene_path
 from unilab.assets.motion import MotionClip
+
+# The 29 G1 joints in Isaac Lab's articulation order (left/right/waist interleaved level by level),
+# the order of joint_pos in BeyondMimic's own motion files: written out, not computed, so that the
+# importer's breadth-first order is tested against it. Same width as the model's order.
+ISAACLAB_ORDER = (
+    "left_hip_pitch_joint", "right_hip_pitch_joint", "waist_yaw_joint", "left_hip_roll_joint",
+    "right_hip_roll_joint", "waist_roll_joint", "left_hip_yaw_joint", "right_hip_yaw_joint",
+    "waist_pitch_joint", "left_knee_joint", "right_knee_joint", "left_shoulder_pitch_joint",
+    "right_shoulder_pitch_joint", "left_ankle_pitch_joint", "right_ankle_pitch_joint",
+    "left_shoulder_roll_joint", "right_shoulder_roll_joint", "left_ankle_roll_joint",
+    "right_ankle_roll_joint", "left_shoulder_yaw_joint", "right_shoulder_yaw_joint",
+    "left_elbow_joint", "right_elbow_joint", "left_wrist_roll_joint", "right_wrist_roll_joint",
+    "left_wrist_pitch_joint", "right_wrist_pitch_joint", "left_wrist_yaw_joint", "right_wrist_yaw_joint")
 
 
 def _ang_vel_w(q0: np.ndarray, q1: np.ndarray, dt: float) -> np.ndarray:

@@ -21,6 +21,7 @@ import mujoco
 import numpy as np
 import pytest
 import torch
+from fk_clip import ISAACLAB_ORDER as ISAACLAB_JOINTS
 from unilab.assets import g1_scene_path
 from unilab.assets.motion import (
     MotionDataError,
@@ -39,17 +40,6 @@ WALK = "walk_forward_loop_002__A022"
 FIELDS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
 BODY_FIELDS = FIELDS[2:]
 POS_TOL, ROT_TOL, VEL_TOL = 1e-5, 1e-5, 1e-4
-# The 29 G1 joints as BeyondMimic's (Isaac Lab's) motion files list them: left, right and waist
-# interleaved level by level (written out here, not computed, so the order itself is tested).
-ISAACLAB_JOINTS = (
-    "left_hip_pitch_joint", "right_hip_pitch_joint", "waist_yaw_joint", "left_hip_roll_joint",
-    "right_hip_roll_joint", "waist_roll_joint", "left_hip_yaw_joint", "right_hip_yaw_joint",
-    "waist_pitch_joint", "left_knee_joint", "right_knee_joint", "left_shoulder_pitch_joint",
-    "right_shoulder_pitch_joint", "left_ankle_pitch_joint", "right_ankle_pitch_joint",
-    "left_shoulder_roll_joint", "right_shoulder_roll_joint", "left_ankle_roll_joint",
-    "right_ankle_roll_joint", "left_shoulder_yaw_joint", "right_shoulder_yaw_joint",
-    "left_elbow_joint", "right_elbow_joint", "left_wrist_roll_joint", "right_wrist_roll_joint",
-    "left_wrist_pitch_joint", "right_wrist_pitch_joint", "left_wrist_yaw_joint", "right_wrist_yaw_joint")
 SPHERES = ("left_hand_collision_sphere", "right_hand_collision_sphere", "head_collision_sphere")
 
 

@@ -7,22 +7,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from fk_clip import ISAACLAB_ORDER
 from unilab.assets import G1_JOINT_NAMES
 from unilab.assets.motion import MotionDataError, import_motion, load_clip, pinned_clip_paths, save_clip
 from unilab.assets.motion.io import read_npz
 
 WALK = "walk_forward_loop_002__A022"
-# The 29 G1 joints in IsaacLab's articulation order (left/right/waist interleaved), the order of
-# joint_pos in BeyondMimic's own (IsaacLab) motion files: same width as the model's order.
-ISAACLAB_ORDER = (
-    "left_hip_pitch_joint", "right_hip_pitch_joint", "waist_yaw_joint", "left_hip_roll_joint",
-    "right_hip_roll_joint", "waist_roll_joint", "left_hip_yaw_joint", "right_hip_yaw_joint",
-    "waist_pitch_joint", "left_knee_joint", "right_knee_joint", "left_shoulder_pitch_joint",
-    "right_shoulder_pitch_joint", "left_ankle_pitch_joint", "right_ankle_pitch_joint",
-    "left_shoulder_roll_joint", "right_shoulder_roll_joint", "left_ankle_roll_joint",
-    "right_ankle_roll_joint", "left_shoulder_yaw_joint", "right_shoulder_yaw_joint",
-    "left_elbow_joint", "right_elbow_joint", "left_wrist_roll_joint", "right_wrist_roll_joint",
-    "left_wrist_pitch_joint", "right_wrist_pitch_joint", "left_wrist_yaw_joint", "right_wrist_yaw_joint")
 FIELDS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
 
 
