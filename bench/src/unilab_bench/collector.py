@@ -5,7 +5,7 @@ device, with learning beside collection: ``overlap_learning``), each also as a f
 env alone timed in the same rounds: stepped with zero actions, and replaying the policy's own
 actions from the replay buffer (open loop: the same actions, not the same trajectory).
 
-Method (docs/perf/README.md): same process, env and num_envs for both modes; warm up first
+Method (docs/benchmarks.md): same process, env and num_envs for both modes; warm up first
 (replay filled past one batch, kernels compiled, a few updates); then ``--samples``
 interleaved rounds (env alone twice, no-learn, learn; plus learn overlapped on CUDA) of ``--seconds`` each, device synchronized before every
 clock read; min/median/max reported and written as a JSON record with the command, commit,
@@ -37,6 +37,8 @@ from unilab_rl.machine_info import machine  # where a run ran, as every run summ
 from unilab_rl.runner import OffPolicyRunner, RunIdentity
 from unilab_rl.runner_config import RunnerConfig
 
+from unilab_bench.results.cli import check_target, record_to
+from unilab_bench.results.records import collector_record, command_line
 from unilab_bench.stats import summarize, synchronize
 
 
@@ -55,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=what, add_help=False)
     collector = sub.add_parser("collector", help="collector env-steps/s with and without learning")
     collector.add_argument("--seconds", type=float, default=5.0, help="length of each timed sample")
+    collector.add_argument("--record", type=Path, metavar="STORE",
+                           help="also append a compact record to this results store (e.g. results/records.jsonl)")
     collector.add_argument("--env-priorities", type=_priorities, default=None, metavar="P,...",
                            help="CUDA: time learning beside collection once per priority of the stream collection "
                                 "runs on, in each sample round (e.g. 0,-5; 0 is the caller's stream); the first "
@@ -149,6 +153,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise ValueError(f"--num-envs must be >= 1, got {args.num_envs}")
     if args.json is not None:  # before the benchmark runs, not after
         check_file_target(args.json, "--json")
+    if args.what == "collector":
+        check_target(args.record)
 
 
 def bench_runner(args: argparse.Namespace, factory: EnvFactory):
@@ -305,6 +311,7 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None) -> in
     print("phases (ms per env step, learning): " + " ".join(
         f"{k}={v:.2f}" for k, v in record["phase_ms_with_learning"].items()))
     _write_record(args.json, record)
+    record_to(args.record, collector_record(record, command=command_line()))
     return 0
 
 
