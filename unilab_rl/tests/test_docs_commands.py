@@ -9,7 +9,8 @@ overrides resolved against the real task config). Every inline ``key=value`` ove
 prose is checked the same way, on the task the sentence names (``... on g1_walk_flat_unfused``),
 else g1_walk_flat. These checks build no env; one test also runs README's CPU quick-start chain
 for real (train, play with video, export, eval of the checkpoint and of the exported file,
---config) with tiny budgets on mujoco (about 15 s).
+--config) with tiny budgets on mujoco (about 15 s), and the report reader the README's sequence
+ends on, which must exit 0 where the sweep failed.
 """
 
 from __future__ import annotations
@@ -205,6 +206,14 @@ TINY = ["batch_size=64", "learning_starts=128", "updates_per_step=1", "actor_wid
         "log_every=10", "replay_capacity_per_env=64"]
 
 
+def readme_cpu_sequence() -> list[str]:
+    """The commands of the README's CPU section, in order (continued lines joined)."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Train a G1 policy on a CPU"):text.index("## Train on one GPU")]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S)[1]
+    return [line.split("   #")[0].strip() for line in re.sub(r"\\\n\s*", " ", block).splitlines() if line.strip()]
+
+
 def _tiny(command: str, out: Path) -> list[str]:
     """A docs command made cheap: its budget replaced by a few steps, small networks, tmp paths."""
     argv = shlex.split(command)[1:]
@@ -257,6 +266,14 @@ def test_the_quick_start_chain_runs_for_real_with_tiny_budgets(tmp_path, capsys)
     assert eval_cli.main([*judge_argv, "--no-plot", "eval.envs_per_command=1", "eval.seconds=0.4",
                           "eval.settle_s=0.1"]) in (0, 1)
     assert json.loads((run / "eval-onnx" / "report.json").read_text())["policy"] == str(run / "policy.onnx")
+    # The README's CPU sequence ends on a step that passes: reading the report of a sweep that failed.
+    sequence = readme_cpu_sequence()
+    assert [shlex.split(c.removeprefix(".venv/bin/"))[0] for c in sequence] == [
+        "unilab-train", "unilab-play", "unilab-export", "unilab-eval", "python"], sequence
+    read = sequence[-1].replace(".venv/bin/python", shlex.quote(sys.executable)).replace("runs/", f"{tmp_path}/")
+    shown = subprocess.run(read, shell=True, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert re.fullmatch(r"(passed|failed) \d+ of 17 commands\n", shown.stdout), shown.stdout
     again = tmp_path / "again"
     assert train_cli.main(["--config", str(run / "run.json"), "--out", str(again), "--steps", "80"]) == 0
     rerun = json.loads((again / "run.json").read_text())
