@@ -142,7 +142,7 @@ def test_each_backend_is_judged_on_its_own_env_with_the_overrides_seed_and_devic
 def _export(path: Path, overrides: dict | None = None, **changes) -> Path:
     """A TorchScript export (3 observations -> 2 actions, one 3-wide policy term, no history) with
     metadata as ``unilab-export`` writes it, ``changes`` applied (a value of None removes a key)."""
-    from unilab_rl.cli.export import METADATA_FORMAT, task_fingerprint
+    from unilab_rl.cli.export_metadata import METADATA_FORMAT, task_fingerprint
     from unilab_rl.export import export_policy
 
     overrides = {} if overrides is None else overrides

@@ -12,8 +12,9 @@ from helpers import TINY, tiny_agent
 from unilab_rl.checkpoint import load_checkpoint
 from unilab_rl.cli import export as export_cli
 from unilab_rl.cli import train as train_cli
-from unilab_rl.cli.play import load_policy
+from unilab_rl.cli.export_metadata import task_fingerprint
 from unilab_rl.export import export_policy, metadata_path, read_metadata, run_exported
+from unilab_rl.policy import load_policy
 
 unilab = pytest.importorskip("unilab")
 onnxruntime = pytest.importorskip("onnxruntime")
@@ -132,18 +133,18 @@ def test_metadata_describes_observations_joints_actions_and_the_task(tmp_path, c
     assert metadata["task"] == TASK and metadata["algo"] == "fastsac" and metadata["backend"] == "mujoco"
     counters = load_checkpoint(checkpoints["fastsac"])["counters"]
     assert metadata["trained_wall_s"] == pytest.approx(counters["wall_s"]) and metadata["trained_wall_s"] > 0
-    assert metadata["task_fingerprint"] == export_cli.task_fingerprint(TASK, {})
+    assert metadata["task_fingerprint"] == task_fingerprint(TASK, {})
     assert metadata["commands"] == {"twist": "uniform_velocity"}
     assert metadata["actor"] == "latest"  # the run kept no averaged policy
 
 
 def test_task_fingerprint_is_stable_across_processes_and_changes_with_the_config():
-    here = export_cli.task_fingerprint(TASK, {})
-    there = subprocess.run([sys.executable, "-c", "from unilab_rl.cli.export import task_fingerprint; "
+    here = task_fingerprint(TASK, {})
+    there = subprocess.run([sys.executable, "-c", "from unilab_rl.cli.export_metadata import task_fingerprint; "
                             f"print(task_fingerprint({TASK!r}, {{}}))"], capture_output=True, text=True, check=True)
     assert there.stdout.strip() == here
-    assert export_cli.task_fingerprint(TASK, {"rewards.velocity.weights.alive": "2"}) != here
-    assert export_cli.task_fingerprint("g1_walk_flat_play", {}) != here
+    assert task_fingerprint(TASK, {"rewards.velocity.weights.alive": "2"}) != here
+    assert task_fingerprint("g1_walk_flat_play", {}) != here
 
 
 def test_a_missing_checkpoint_is_bad_input(tmp_path, capsys):

@@ -45,7 +45,7 @@ SMOKE_RUNS = {
 @pytest.mark.parametrize("algo", sorted(SMOKE_RUNS))
 def test_sixty_seconds_of_cpu_training_beats_a_random_policy(tmp_path, algo):
     from unilab_rl.checkpoint import load_checkpoint
-    from unilab_rl.cli.play import load_policy
+    from unilab_rl.policy import load_policy
 
     overrides, margin = SMOKE_RUNS[algo]
     argv = ["--task", "g1_walk_flat", "--backend", "mujoco", "--algo", algo, "--num-envs", "32",

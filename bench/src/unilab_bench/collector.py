@@ -31,11 +31,11 @@ from unilab_rl.cli.overrides import env_namespace, split_overrides, validated
 from unilab_rl.cli.presets import PRESETS, given_fields, lookup_preset
 from unilab_rl.cli.run_dir import check_file_target
 from unilab_rl.cli.run_record import git_commit
-from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.contract import EnvFactory, EnvSpec
 from unilab_rl.machine_info import machine  # where a run ran, as every run summary records it
 from unilab_rl.runner import OffPolicyRunner, RunIdentity
 from unilab_rl.runner_config import RunnerConfig
+from unilab_rl.threads import apply_thread_policy
 
 from unilab_bench.results.cli import check_target, record_to
 from unilab_bench.results.records import collector_record, command_line

@@ -57,6 +57,7 @@ from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.overrides import Namespace, env_namespace, parse_tokens, route
 from unilab_rl.cli.run_dir import check_writable
 from unilab_rl.cli.summary import warn_altered_physics
+from unilab_rl.cli.trained_env import build_env
 from unilab_rl.export import ExportError
 from unilab_rl.symmetry import declared_mirrors, mirror_averaged
 
@@ -209,9 +210,8 @@ def _judge(subject: Judged, evaluation: Any, backends: list[str], overrides: dic
     for backend in backends:
         # Said up front: a backend's first build may compile kernels (Genesis: minutes on a CPU).
         print(f"unilab-eval: building {evaluation.num_envs()} envs of {evaluation.task} on {backend}", flush=True)
-        env = make_manager_based_rl_env(evaluation.task, backend=backend, num_envs=evaluation.num_envs(),
-                                        device=args.device, seed=args.seed,
-                                        overrides={"validate_actions": False, **overrides})
+        env = build_env(make_manager_based_rl_env, evaluation.task, {"validate_actions": False, **overrides},
+                        backend=backend, num_envs=evaluation.num_envs(), device=args.device, seed=args.seed)
         try:
             # With the simulator's own facts at the end (the backend's keys): whether it altered
             # any world's physics, and how it stepped (a backend that could not capture its step

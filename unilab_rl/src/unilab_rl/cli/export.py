@@ -55,10 +55,10 @@ from typing import Any
 
 import torch
 
+from unilab_rl.cli.export_metadata import deployment_metadata
 from unilab_rl.cli.judged import exported_name, run_checkpoints
-from unilab_rl.cli.play import acting_actor, load_policy
 from unilab_rl.cli.run_dir import is_run_file_name
-from unilab_rl.cli.run_record import installed_version
+from unilab_rl.cli.trained_env import build_trained_env
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import (
     EXPORT_FORMATS,
@@ -69,12 +69,11 @@ from unilab_rl.export import (
     run_exported,
     staging_path,
 )
+from unilab_rl.policy import acting_actor, load_policy
 from unilab_rl.symmetry import MirrorAveragedPolicy, declared_mirrors, mirror_averaged
 
 EXIT_BAD_INPUT = 2
 EXIT_MISMATCH = 4
-METADATA_FORMAT = "unilab_rl.policy"
-METADATA_FORMAT_VERSION = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,70 +90,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="export the policy averaged with its own left-right mirror (needs a task that "
                              "declares its mirror)")
     return parser
-
-
-def task_fingerprint(task: str, overrides: dict[str, Any]) -> str:
-    """sha256 of the resolved config of ``task`` with ``overrides`` (unilab.fingerprint)."""
-    from unilab.fingerprint import task_fingerprint as fingerprint
-
-    return fingerprint(task, dict(overrides))
-
-
-def stable_config(value: Any) -> Any:
-    from unilab.fingerprint import stable_config as stable
-
-    return stable(value)
-
-
-def observation_layout(env: Any) -> dict[str, Any]:
-    group = env.cfg.observations[POLICY_GROUP]
-    terms = []
-    for name, width in env.observation_manager.describe()[POLICY_GROUP].items():
-        term = group.terms[name.split("/", 1)[0]]  # a fused term's component is "term/component"
-        terms.append({"name": name, "width": width, "func": stable_config(term.func),
-                      "params": stable_config(term.params), "scale": term.scale,
-                      "clip": None if term.clip is None else list(term.clip)})
-    frame_dim = sum(t["width"] for t in terms)
-    return {"group": POLICY_GROUP, "terms": terms, "frame_dim": frame_dim, "history_length": group.history_length,
-            "dim": frame_dim * group.history_length, "history_order": "oldest frame first"}
-
-
-def deployment_metadata(env: Any, document: dict[str, Any], checkpoint: Path, actor: str,
-                        mirror_averaged: bool = False) -> dict[str, Any]:
-    """Everything a deployment stack needs besides the network, read from the built env;
-    ``actor`` names the actor the network is ("averaged" or "latest", ``acting_actor``), and
-    ``mirror_averaged`` whether the graph averages it with its own mirror."""
-    from unilab.config import task_overrides
-
-    actions = env.action_manager
-    cols = list(actions.cols)
-    actuators = [env.robot.actuators[c] for c in cols]
-    overrides = task_overrides(document["env_overrides"])
-    return {
-        "format": METADATA_FORMAT, "format_version": METADATA_FORMAT_VERSION,
-        "task": document["task"], "env_overrides": overrides,
-        "task_fingerprint": task_fingerprint(document["task"], overrides),
-        "algo": document["algo"], "backend": document["backend"],
-        "trained_env_steps": int(document["counters"]["env_steps"]),
-        "trained_wall_s": float(document["counters"]["wall_s"]),
-        "checkpoint": checkpoint.name, "actor": actor, "mirror_averaged": mirror_averaged,
-        # None: run from a source tree, not installed (as a run record says it).
-        "versions": {"unilab_rl": installed_version("unilab-rl"), "torch": torch.__version__},
-        "input": {"name": "obs", "shape": ["batch", env.observation_spec[POLICY_GROUP]], "dtype": "float32",
-                  "normalization": "inside the graph: feed raw observations"},
-        "output": {"name": "actions", "shape": ["batch", actions.action_dim], "dtype": "float32"},
-        "observation": observation_layout(env),
-        "joint_names": list(actions.joint_names),
-        "default_joint_pos": env.default_joint_pos[cols].tolist(),
-        "action_scale": actions.scale.tolist(),
-        "action_offset": actions.offset.tolist(),
-        "action_clip": None if actions.cfg.clip is None else list(actions.cfg.clip),
-        "action_to_joint_target": "joint_pos_target = action_offset + action_scale * clip(action, action_clip)",
-        "joint_stiffness": [a.kp for a in actuators],
-        "joint_damping": [a.kv for a in actuators],
-        "control_dt": float(env.step_dt), "physics_dt": float(env.physics_dt), "decimation": int(env.decimation),
-        "commands": {name: cfg.type for name, cfg in env.cfg.commands.items()},
-    }
 
 
 @torch.no_grad()
@@ -192,13 +127,10 @@ def export(args: argparse.Namespace, factory: Any) -> int:
     for checkpoint, _ in checkpoints:  # every target checked before any is written
         check_target(target(checkpoint), [c for c, _ in checkpoints], args.out is None)
 
-    from unilab.config import task_overrides
-
     first = checkpoints[0][1]
     # One run, so one env serves every checkpoint: the metadata is config and model facts, and
     # each verification rollout starts from a reset.
-    env = factory(first["task"], backend=args.backend, num_envs=1, device="cpu", seed=0,
-                  overrides=task_overrides(first["env_overrides"]))
+    env = build_trained_env(factory, first, backend=args.backend, num_envs=1, device="cpu", seed=0)
     try:
         mirrors = declared_mirrors(env, first["task"]) if args.mirror_averaged else None
         codes = [export_one(args, env, mirrors, checkpoint, document, target(checkpoint))

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
-from unilab_rl.cli.play import acting_actor, load_policy
+from unilab_rl.cli.export_metadata import METADATA_FORMAT, task_fingerprint
+from unilab_rl.cli.trained_env import recorded_env_overrides
 from unilab_rl.contract import POLICY_GROUP
+from unilab_rl.export import SUFFIXES, check_export_packages, load_exported, read_metadata
+from unilab_rl.policy import acting_actor, load_policy
 from unilab_rl.snapshot_names import snapshot_env_steps, snapshot_seconds
 
 
@@ -79,12 +82,10 @@ def run_checkpoints(path: Path) -> list[tuple[Path, dict[str, Any]]]:
                                   "(checkpoint-<S>s.pt, checkpoint-<N>steps.pt)")
     else:
         files = [path]
-    from unilab.config import task_overrides
-
     loaded = [(file, load_checkpoint(file)) for file in files]
     # One run by what its env computed: a resume may change how the env ran (``profile_phases``,
     # ``cuda_graph``: the execution settings play, evaluation and export leave out anyway).
-    check_one_run([(file, (d["task"], d["backend"], d["algo"], task_overrides(d["env_overrides"])))
+    check_one_run([(file, (d["task"], d["backend"], d["algo"], recorded_env_overrides(d)))
                    for file, d in loaded], "--checkpoint", path)
     # Training order: one run's env-step count only grows.
     return sorted(loaded, key=lambda item: int(item[1]["counters"]["env_steps"]))
@@ -111,8 +112,6 @@ def judged_exports(path: Path) -> list[Judged]:
     """An exported policy file, or a folder of them as ``unilab-export --checkpoint RUN_DIR``
     writes them (``kept_files`` with stem ``policy``, all of one format), each checked before any
     is judged and all from one run."""
-    from unilab_rl.export import SUFFIXES
-
     files = [path]
     if path.is_dir():
         found = {suffix: kept for suffix in SUFFIXES.values() if (kept := kept_files(path, "policy", suffix))}
@@ -127,9 +126,6 @@ def judged_exports(path: Path) -> list[Judged]:
 
 def judged_export(path: Path) -> Judged:
     """An exported policy file, refused with a message naming what does not fit."""
-    from unilab_rl.cli.export import METADATA_FORMAT, task_fingerprint
-    from unilab_rl.export import SUFFIXES, check_export_packages, load_exported, read_metadata
-
     if not path.is_file():
         raise ValueError(f"--policy {path}: no such file")
     if path.suffix == SUFFIXES["onnx"]:

@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
-from unilab_rl.algorithms import build_agent, lookup
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
 from unilab_rl.cli.run_dir import check_file_target
-from unilab_rl.cli.threads import apply_thread_policy
-from unilab_rl.contract import EnvFactory, EnvSpec, RunnerEnv
+from unilab_rl.cli.trained_env import build_trained_env, recorded_env_overrides
+from unilab_rl.contract import EnvFactory, RunnerEnv
+from unilab_rl.policy import acting_actor, load_policy
 from unilab_rl.symmetry import declared_mirrors, mirror_averaged
 
 EXIT_BAD_INPUT = 2
@@ -46,31 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--video", type=Path, help="write an mp4 of env 0's first episode (MuJoCo offscreen; "
                                                    "MUJOCO_GL=egl unless set)")
     return parser
-
-
-def acting_actor(document: dict[str, Any], latest_actor: bool = False) -> str:
-    """Which of the checkpoint's actors ``load_policy`` acts with: "averaged" or "latest"."""
-    return "averaged" if document["algo_config"].get("averaged_policy_tau", 0.0) > 0 and not latest_actor else "latest"
-
-
-def load_policy(document: dict[str, Any], env: RunnerEnv, latest_actor: bool = False) -> Any:
-    """The checkpoint's learner, built for ``env`` to act with. It acts deterministically with
-    its averaged policy where the run kept one (``averaged_policy_tau``), unless ``latest_actor``."""
-    spec = EnvSpec.from_env(env)
-    apply_thread_policy(spec.device, None)
-    trained = document["spec"]
-    if dict(trained["observation_spec"]) != spec.observation_spec or trained["action_dim"] != spec.action_dim:
-        raise CheckpointError(
-            f"checkpoint was trained with observations {trained['observation_spec']} and action_dim "
-            f"{trained['action_dim']}; this env has {spec.observation_spec} and {spec.action_dim}")
-    algorithm = lookup(document["algo"])
-    # Compiling the networks pays off over thousands of updates, not over a few episodes.
-    # Acting with the latest actor: the learner keeps no average (acting_actor decides which).
-    latest = {"averaged_policy_tau": 0.0} if acting_actor(document, latest_actor) == "latest" else {}
-    config = algorithm.config_class.model_validate({**document["algo_config"], "compile": False, **latest})
-    agent = build_agent(document["algo"], spec, config, spec.device)
-    agent.load_state_dict(document["agent"])
-    return agent
 
 
 class MirrorAveragedActing:
@@ -124,21 +99,14 @@ def run_episodes(env: RunnerEnv, agent: Any, episodes: int, recorder: Any = None
 def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if args.episodes < 1 or args.num_envs < 1:
         raise ValueError("--episodes and --num-envs must be >= 1")
-    from unilab.config import task_overrides
-
     document = load_checkpoint(args.checkpoint)
     if args.video is not None and args.video.suffix != ".mp4":
         raise ValueError(f"--video {args.video}: expected a .mp4 path")
     if args.video is not None:  # before the episode is played, not after
         check_file_target(args.video, "--video")
     backend = args.backend or document["backend"]
-    overrides = task_overrides(document["env_overrides"])
-    try:
-        env = factory(document["task"], backend=backend, num_envs=args.num_envs, device=args.device, seed=args.seed,
-                      overrides=overrides)
-    except (TypeError, ArithmeticError, IndexError, RuntimeError, MemoryError) as error:
-        raise ValueError(f"the env could not be built (--backend {backend} --num-envs {args.num_envs}, the "
-                         f"checkpoint's task and env overrides): {type(error).__name__}: {error}") from None
+    env = build_trained_env(factory, document, backend=backend, num_envs=args.num_envs, device=args.device,
+                            seed=args.seed)
     recorder = None
     try:
         try:
@@ -153,7 +121,7 @@ def play(args: argparse.Namespace, factory: EnvFactory) -> int:
                 FirstEpisodeRecorder,  # leaf: mujoco + imageio
             )
 
-            recorder = FirstEpisodeRecorder(env, document["task"], overrides, args.video)
+            recorder = FirstEpisodeRecorder(env, document["task"], recorded_env_overrides(document), args.video)
         env.flush_metrics()  # start the env's averages at this evaluation
         summary = run_episodes(env, agent, args.episodes, recorder)
         env_metrics = env.flush_metrics()

@@ -46,8 +46,9 @@ import torch
 from torch import nn
 
 from unilab_rl.cli.overrides import Namespace, OverrideError, env_namespace, route
-from unilab_rl.cli.threads import apply_thread_policy
+from unilab_rl.cli.trained_env import build_trained_env
 from unilab_rl.contract import CRITIC_GROUP, POLICY_GROUP, EnvFactory
+from unilab_rl.threads import apply_thread_policy
 
 EXIT_BAD_INPUT = 2
 ALGO_NAME = "rsl_rl_ppo"
@@ -310,8 +311,8 @@ def play_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     record = json.loads(record_path.read_text())
     backend = args.backend or record["backend"]
     try:
-        env = factory(record["task"], backend=backend, num_envs=args.num_envs or 16, device=args.device,
-                      seed=args.seed + 1, overrides=dict(record["env_overrides"]))
+        env = build_trained_env(factory, record, backend=backend, num_envs=args.num_envs or 16, device=args.device,
+                                seed=args.seed + 1)
     except (ValueError, KeyError) as error:
         raise UsageError(str(error)) from None
     try:
@@ -349,7 +350,7 @@ class ClampedActions(nn.Module):
 
 def export_ppo_policy(runner: Any, env: Any, record: dict[str, Any], model: Path, fmt: str, out: Path) -> Path:
     """The final actor (normalizer, MLP, distribution mean, the clip_actions clamp) with unilab-export's metadata."""
-    from unilab_rl.cli.export import deployment_metadata
+    from unilab_rl.cli.export_metadata import deployment_metadata
     from unilab_rl.export import SUFFIXES, export_policy
 
     actor = runner.alg.get_policy().as_jit().cpu().eval()

@@ -66,7 +66,6 @@ from unilab_rl.cli.run_record import (
 )
 from unilab_rl.cli.stopping import StopOnSignal
 from unilab_rl.cli.summary import write_summary
-from unilab_rl.cli.threads import apply_thread_policy
 from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, build_parser
 from unilab_rl.cli.train_plan import prepare
 from unilab_rl.collector import COLLECTOR_METRICS
@@ -74,6 +73,7 @@ from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
 from unilab_rl.runner import LOSS_METRIC_PREFIX, TIMED_PHASES, LearnerDiverged, OffPolicyRunner, RunIdentity
+from unilab_rl.threads import apply_thread_policy
 
 EXIT_BAD_INPUT = 2
 # What unilab-train reports as bad input (exit 2, nothing written): the errors main() catches.
