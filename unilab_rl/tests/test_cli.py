@@ -92,7 +92,7 @@ def test_settings_under_which_learning_never_starts_are_refused_before_anything_
 
 
 def test_overrides_may_follow_flags(tmp_path):
-    # gpu_walk appends the user's tokens after its own flags, so both orders must parse.
+    # A seed's command (--seeds) puts its own flags after the user's tokens, so both orders must parse.
     out = tmp_path / "run"
     argv = base_args(out)[:-2] + [*TINY_TOKENS, "--no-progress", "batch_size=16", "--no-tensorboard"]
     assert run_train(argv) == 0

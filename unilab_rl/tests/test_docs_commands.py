@@ -1,11 +1,12 @@
 """Every command and override the docs show works as shown.
 
-The command lines (``unilab-train``, ``unilab-play``, ``unilab-eval``, ``unilab-export``,
-``python -m unilab_rl.cli.gpu_walk``) in README.md, docs/training.md, docs/tasks.md and
-docs/results.md are extracted from their code blocks and inline code, and each must parse with
-its tool's argument parser; a training command's overrides must also pass the same checks
-unilab-train makes before building anything (algorithm and runner configs validated, env
-overrides resolved against the real task config). Every inline ``key=value`` override shown in
+The command lines (``unilab-train``, ``unilab-play``, ``unilab-eval``, ``unilab-export``) in
+README.md, docs/training.md, docs/tasks.md and docs/results.md are extracted from their code
+blocks and inline code, and each must parse with its tool's argument parser; a training
+command's overrides must also pass the same checks unilab-train makes before building anything
+(algorithm and runner configs validated, env overrides resolved against the real task config,
+``--eval``'s ``eval.KEY=VALUE`` options against the task's evaluation; with ``--seeds``, the
+command its first seed's process runs). Every inline ``key=value`` override shown in
 prose is checked the same way, on the task the sentence names (``... on g1_walk_flat_unfused``),
 else g1_walk_flat. These checks build no env; one test also runs README's CPU quick-start chain
 for real (train, play with video, export, eval of the checkpoint and of the exported file,
@@ -29,18 +30,18 @@ from unilab.fingerprint import task_fingerprint
 from unilab_rl.algorithms import ALGORITHMS
 from unilab_rl.cli import evaluate as eval_cli
 from unilab_rl.cli import export as export_cli
-from unilab_rl.cli import gpu_walk as gpu_walk_cli
 from unilab_rl.cli import play as play_cli
+from unilab_rl.cli import seeds, train_args, train_plan
 from unilab_rl.cli import train as train_cli
 from unilab_rl.cli.overrides import Namespace, OverrideError, env_namespace, fields_namespace, route
-from unilab_rl.cli import train_args, train_plan
+from unilab_rl.cli.train_command import parse_command
 from unilab_rl.runner_config import RunnerConfig
 
 from unilab import list_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "docs" / "training.md", ROOT / "docs" / "tasks.md", ROOT / "docs" / "results.md"]
-TOOLS = ("unilab-train", "unilab-play", "unilab-eval", "unilab-export", "python -m unilab_rl.cli.gpu_walk")
+TOOLS = ("unilab-train", "unilab-play", "unilab-eval", "unilab-export")
 # Inline spans that look like key=value but are Python keyword arguments named in prose.
 PYTHON_KWARGS = {"capturable", "weights_only", "init_at_random_ep_len", "deterministic", "allow_pickle"}
 OVERRIDE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*=[^\s=]+$")
@@ -119,13 +120,18 @@ def check_override(token: str, task: str, algo: str | None = None) -> None:
 
 def check_train_command(argv: list[str]) -> None:
     """What unilab-train checks before building the env, without a checkpoint, record or --out."""
-    args = train_cli.build_parser(list_tasks()).parse_intermixed_args(argv)
+    parser = train_cli.build_parser(list_tasks())
+    args, eval_options = parse_command(parser, argv)
     if args.list_tasks:
         return
+    if args.seeds is not None:  # what its first seed's process runs
+        args, eval_options = parse_command(parser, seeds.seed_argv(args.seeds[0], args.out, argv))
     args.resume = None  # the checkpoint a docs example resumes exists only after its run
     args.config = None  # likewise the run record
     plan = train_plan.prepare(args, list_tasks(), check_out=False)
     task_fingerprint(args.task, plan["env_overrides"])
+    for token in eval_options:  # --eval: what it hands unilab-eval is a protocol option of the run's task
+        check_override(token, args.task)
 
 
 def check_command(command: str) -> None:
@@ -135,29 +141,7 @@ def check_command(command: str) -> None:
             train_cli.build_parser(list_tasks()).parse_intermixed_args(argv[1:])
         assert shown.value.code == 0
         return
-    if argv[0] == "python":
-        captured: list[list[str]] = []
-        judged: list[list[str]] = []
-        original, original_eval = train_cli.main, eval_cli.main
-        original_seeds = gpu_walk_cli.seeds_cli.run_side_by_side
-        original_kept = gpu_walk_cli.kept_averaged_policy
-        train_cli.main = lambda a: captured.append(a) or 0
-        eval_cli.main = lambda a: judged.append(a) or 0
-        gpu_walk_cli.kept_averaged_policy = lambda run: False  # nothing trained, so no run record to read
-        # --seeds: check the command its first seed's process would run, in this process
-        gpu_walk_cli.seeds_cli.run_side_by_side = lambda seeds, out, a: gpu_walk_cli.main(
-            ["--out", str(out / f"seed-{seeds[0]}"), "--seed", str(seeds[0]), *a])
-        try:
-            assert gpu_walk_cli.main(argv[3:]) == 0
-        finally:
-            train_cli.main, eval_cli.main = original, original_eval
-            gpu_walk_cli.seeds_cli.run_side_by_side = original_seeds
-            gpu_walk_cli.kept_averaged_policy = original_kept
-        check_train_command(captured[0])
-        for eval_argv in judged:  # --eval: what it hands unilab-eval parses there
-            for token in eval_cli.build_parser().parse_args(eval_argv).overrides:
-                check_override(token, "g1_walk_flat")
-    elif argv[0] == "unilab-train":
+    if argv[0] == "unilab-train":
         check_train_command(argv[1:])
     elif argv[0] == "unilab-eval":
         args = eval_cli.build_parser().parse_args(argv[1:])
@@ -174,7 +158,7 @@ OVERRIDES = doc_overrides()
 
 def test_the_docs_show_commands_of_every_tool_and_overrides():
     tools = {shlex.split(c)[0] for _, c in COMMANDS}
-    assert tools >= {"unilab-train", "unilab-play", "unilab-eval", "unilab-export", "python"}, tools
+    assert tools >= {"unilab-train", "unilab-play", "unilab-eval", "unilab-export"}, tools
     assert len(OVERRIDES) >= 8 and any(t == "rewards.velocity.weights.alive=2" for _, t, _ in OVERRIDES)
 
 

@@ -18,7 +18,7 @@ TORCHRUN_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"
 
 
 def launch_torchrun(nproc: int, argv: list[str]) -> int:
-    """Re-run this command as ``nproc`` torchrun ranks (argv without --nproc); their exit code.
+    """Re-run this command as ``nproc`` torchrun ranks (argv without --nproc, ``without_flags``); their exit code.
     The caller refuses --nproc inside a rank."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                "-m", "unilab_rl.cli.train", *argv]
@@ -54,13 +54,15 @@ def child_pids(pid: int) -> list[int]:
     return pids
 
 
-def without_nproc(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for i, token in enumerate(argv):
+def without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
+    """``argv`` without ``flags`` and their values (``--flag VALUE`` or ``--flag=VALUE``): what a
+    rank (without ``--nproc``) or a seed's process (``--seeds``) is given of the command."""
+    kept, skip = [], False
+    for token in argv:
         if skip:
             skip = False
-        elif token == "--nproc":
-            skip = i + 1 < len(argv)
-        elif not token.startswith("--nproc="):
-            out.append(token)
-    return out
+        elif token in flags:
+            skip = True
+        elif not token.startswith(tuple(f"{flag}=" for flag in flags)):
+            kept.append(token)
+    return kept

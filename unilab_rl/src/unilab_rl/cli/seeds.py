@@ -1,5 +1,5 @@
-"""Several seeds of one ``gpu_walk`` command, side by side on one machine, and the table that
-reads them together.
+"""``unilab-train --seeds 0,1,2``: one training process per seed, side by side on one machine,
+and the table that reads them together.
 
 Why side by side: one seed says little about a preset (on the walking task three FastSAC seeds
 ended at 17, 16 and 15 of 17 sweep commands), and a GPU that runs one training process has room
@@ -7,12 +7,13 @@ for another at about half of each one's throughput. Seeds sharing a GPU collect 
 per second, not different ones: updates per env step are set by the algorithm, so the runs are
 compared at equal env steps, which ``runner.snapshot_at_steps`` keeps.
 
-Each seed is its own process (``gpu_walk --seed K``) writing the usual layout under
-``OUT/seed-K/`` with its output in ``OUT/seed-K/log.txt``; ``OUT/seeds.json`` then holds, per
+Each seed is its own process (the same command with ``--out OUT/seed-K --seed K``) training
+into ``OUT/seed-K/`` with its output in ``OUT/seed-K/log.txt``; ``OUT/seeds.json`` then holds, per
 seed, its exit code, env steps, throughput, when its first updates were issued
 (``first_learning_s``) and, when judged (``--eval``), each checkpoint's env steps and cases
 passed (and, for runs that kept an averaged policy, its latest actor's as
-``checkpoints_latest_actor``).
+``checkpoints_latest_actor``). A command any seed's run would refuse is refused before any
+seed starts, with nothing created.
 """
 
 from __future__ import annotations
@@ -24,44 +25,35 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from unilab_rl.cli import train as train_cli
-from unilab_rl.cli import train_plan
+from unilab_rl.cli.launch import without_flags
 from unilab_rl.cli.metrics_sink import write_json_atomic
 from unilab_rl.cli.run_dir import RunDirError, check_file_target
-from unilab_rl.cli.train_args import UsageError
+from unilab_rl.cli.train_command import BAD_INPUT, EXIT_BAD_INPUT, check_command
+from unilab_rl.cli.train_eval import EVAL_DIR, LATEST_ACTOR_DIR
 
-BAD_INPUT = train_cli.BAD_INPUT  # what unilab-train reports as bad input (exit 2, nothing written)
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0,1,2"`` -> [0, 1, 2]; at least two distinct non-negative integers."""
-    try:
-        seeds = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        seeds = []
-    if len(seeds) < 2 or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(f"--seeds {text!r}: expected two or more distinct non-negative integers, comma-separated "
-                         "(e.g. --seeds 0,1,2)")
-    return seeds
+PROG = "unilab-train"
+# Taken out of the command each seed runs: it names its own.
+OWN_FLAGS = ("--seeds", "--out")
 
 
-def run_side_by_side(seeds: list[int], out: Path, argv: list[str], progress_every_s: float = 60.0) -> int:
-    """Run ``gpu_walk --out OUT/seed-K --seed K ARGV`` for every seed at once, wait for all
-    (printing each seed's latest log line every ``progress_every_s``), write and print the
-    table. Exit code: an error's (>= 2) if any seed had one, else 1 if any seed's evaluation
-    failed, else 0. A command some seed's run would refuse is refused here first, with
-    exit code 2 and nothing created under ``out``."""
-    refusal = refusal_of_any_seed(seeds, out, argv)
+def run_side_by_side(seeds: list[int], out: Path, argv: list[str], tasks: list[str], backends: list[str] | None,
+                     progress_every_s: float = 60.0) -> int:
+    """Run the command ``argv`` (unilab-train's, without ``--seeds``) for every seed at once, each
+    as ``--out OUT/seed-K --seed K``; wait for all (printing each seed's latest log line every
+    ``progress_every_s``), write and print the table. Exit code: an error's (>= 2) if any seed
+    had one, else 1 if any seed's evaluation failed, else 0. A command some seed's run would
+    refuse is refused here first, with exit code 2 and nothing created under ``out``."""
+    refusal = refusal_of_any_seed(seeds, out, argv, tasks, backends)
     if refusal is not None:
-        print(f"gpu_walk: error: {refusal}", file=sys.stderr, flush=True)
-        return train_cli.EXIT_BAD_INPUT
+        print(f"{PROG}: error: {refusal}", file=sys.stderr, flush=True)
+        return EXIT_BAD_INPUT
     processes, logs = [], []
     for seed in seeds:
         folder = out / f"seed-{seed}"
         folder.mkdir(parents=True, exist_ok=True)
         logs.append(folder / "log.txt")
-        command = [sys.executable, "-m", "unilab_rl.cli.gpu_walk", *seed_argv(seed, out, argv)]
-        print(f"gpu_walk: seed {seed}: {' '.join(command[1:])} > {logs[-1]}", flush=True)
+        command = [sys.executable, "-m", "unilab_rl.cli.train", *seed_argv(seed, out, argv)]
+        print(f"{PROG}: seed {seed}: {' '.join(command[1:])} > {logs[-1]}", flush=True)
         with _open_log(logs[-1]) as log:
             processes.append(start_process(command, log))
     try:
@@ -86,21 +78,21 @@ def start_process(command: list[str], log: IO[str]) -> subprocess.Popen:
 
 
 def seed_argv(seed: int, out: Path, argv: list[str]) -> list[str]:
-    """One seed's ``gpu_walk`` arguments: the same ones are checked and then run."""
-    return ["--out", str(out / f"seed-{seed}"), "--seed", str(seed), *argv]
+    """One seed's unilab-train arguments: the same ones are checked and then run. Its own
+    ``--out`` and ``--seed`` come last, so they win over any spelling of them left in ``argv``;
+    its output goes to a log, so progress is a status line every 30 s."""
+    return [*without_flags(argv, OWN_FLAGS), "--out", str(out / f"seed-{seed}"), "--seed", str(seed),
+            "--no-progress"]
 
 
-def refusal_of_any_seed(seeds: list[int], out: Path, argv: list[str]) -> str | None:
+def refusal_of_any_seed(seeds: list[int], out: Path, argv: list[str], tasks: list[str],
+                        backends: list[str] | None) -> str | None:
     """The first seed's reason to refuse the command (naming the seed), or the table's, or None
     when every seed's run would start. Reads only: a refused command must leave ``out`` as it was, so
     each seed's process is checked here, before any is started or any folder created."""
-    from unilab_rl.cli import gpu_walk  # gpu_walk imports this module
-
-    _, tasks = train_cli.default_env_factory()
-    backends = train_cli.known_backends()
     for seed in seeds:
         try:
-            check_train_argv(gpu_walk.train_argv_of(seed_argv(seed, out, argv)), tasks, backends)
+            check_command(seed_argv(seed, out, argv), tasks, backends)
             # This command's own files: one in the way fails now, not once the seeds have trained.
             check_file_target(out / f"seed-{seed}" / "log.txt", "--out")
         except BAD_INPUT as error:
@@ -112,32 +104,12 @@ def refusal_of_any_seed(seeds: list[int], out: Path, argv: list[str]) -> str | N
     return None
 
 
-def check_train_argv(argv: list[str], tasks: list[str], backends: list[str] | None) -> None:
-    """Check unilab-train's ``argv`` as its plan step does (``--out`` included), and the env
-    overrides as building the env would resolve them, without building or creating anything;
-    raises one of ``BAD_INPUT``."""
-    from unilab import task_config
-
-    parser = train_cli.build_parser(tasks, backends)
-
-    def refuse(message: str) -> None:  # argparse would print unilab-train's usage and exit
-        raise UsageError(message)
-
-    parser.error = refuse  # type: ignore[method-assign]
-    args = parser.parse_intermixed_args(argv)
-    plan = train_plan.prepare(args, tasks, check_out=True, backends=backends)
-    try:  # prepare leaves the env's keys to the env; an unknown one would fail only in each process
-        task_config(args.task, plan["env_overrides"])
-    except (ValueError, KeyError) as error:  # as unilab-train's build_env reports them
-        raise UsageError(str(error).strip("'\"")) from None
-
-
 def _open_log(log: Path) -> IO[str]:
     """``log`` to append to: a log a previous start left is kept, never truncated; the new
     start is marked in it."""
     stream = log.open("a")
     if stream.tell() > 0:
-        stream.write(f"\n--- gpu_walk: started again {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
+        stream.write(f"\n--- {PROG}: started again {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n")
         stream.flush()
     return stream
 
@@ -151,7 +123,7 @@ def _wait(processes: list[subprocess.Popen], logs: list[Path], seeds: list[int],
             last_report = time.monotonic()
             for seed, log, process in zip(seeds, logs, processes, strict=True):
                 if process.poll() is None:
-                    print(f"gpu_walk: seed {seed}: {_last_line(log)}", flush=True)
+                    print(f"{PROG}: seed {seed}: {_last_line(log)}", flush=True)
     return [process.returncode for process in processes]
 
 
@@ -170,8 +142,8 @@ def seed_table(out: Path, seeds: list[int], codes: list[int]) -> dict[str, Any]:
                      "env_steps_per_s_learning": summary.get("median_env_steps_per_s_learning"),
                      # Seeds sharing one machine compile at once: this tells one whose compile ate its budget.
                      "first_learning_s": summary.get("first_learning_s"),
-                     "checkpoints": _judged_checkpoints(folder / "eval"),
-                     "checkpoints_latest_actor": _judged_checkpoints(folder / "eval-latest-actor")})
+                     "checkpoints": _judged_checkpoints(folder / EVAL_DIR),
+                     "checkpoints_latest_actor": _judged_checkpoints(folder / LATEST_ACTOR_DIR)})
     judged = [row for row in rows if row["checkpoints"]]
     return {"seeds": rows, "judged": len(judged),
             "passed_at_last_checkpoint": sum(row["checkpoints"][-1]["passed"] for row in judged)}
@@ -181,13 +153,13 @@ def table_lines(table: dict[str, Any]) -> list[str]:
     lines = []
     for row in table["seeds"]:
         cells = ", ".join(f"{_steps(c['env_steps'])} {c['cases_passed']}/{c['cases']}" for c in row["checkpoints"])
-        lines.append(f"gpu_walk: seed {row['seed']} (exit {row['exit_code']}): {cells or 'not judged'}")
+        lines.append(f"{PROG}: seed {row['seed']} (exit {row['exit_code']}): {cells or 'not judged'}")
         if row["checkpoints_latest_actor"]:  # the run kept an averaged policy, judged above
             latest = ", ".join(f"{_steps(c['env_steps'])} {c['cases_passed']}/{c['cases']}"
                                for c in row["checkpoints_latest_actor"])
-            lines.append(f"gpu_walk: seed {row['seed']} latest actor: {latest}")
+            lines.append(f"{PROG}: seed {row['seed']} latest actor: {latest}")
     if table["judged"]:
-        lines.append(f"gpu_walk: {table['passed_at_last_checkpoint']} of {table['judged']} judged seeds passed "
+        lines.append(f"{PROG}: {table['passed_at_last_checkpoint']} of {table['judged']} judged seeds passed "
                      "at their last checkpoint")
     return lines
 

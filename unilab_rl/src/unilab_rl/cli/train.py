@@ -33,6 +33,14 @@ end. Goals never stop a run.
 Several GPUs: ``unilab-train --nproc N ...``, which launches ``torchrun --nproc-per-node=N -m
 unilab_rl.cli.train ...`` (one process per GPU, each with its own envs and replay, seeds offset
 by rank, gradients averaged, rank 0 logs and checkpoints; see unilab_rl.distributed).
+
+Judged afterwards: ``--eval [eval.KEY=VALUE ...]`` runs the task's evaluation on the finished
+run as ``unilab-eval --checkpoint OUT`` does, into ``OUT/eval/`` (see unilab_rl.cli.train_eval);
+the exit code is then the evaluation's. Several seeds: ``--seeds 0,1,2`` trains one process per
+seed side by side under ``OUT/seed-K/`` and tabulates them in ``OUT/seeds.json`` (see
+unilab_rl.cli.seeds). Flags that contradict each other (``--seeds`` with ``--seed``, ``--nproc``,
+``--resume``, ``--curve-json`` or ``--summary-json``; ``eval.`` options without ``--eval``) exit 2
+before anything runs.
 """
 
 from __future__ import annotations
@@ -43,30 +51,32 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from unilab_rl import distributed
-from unilab_rl.algorithms import UnknownAlgorithm, build_agent, update_metric_names
+from unilab_rl.algorithms import build_agent, update_metric_names
 from unilab_rl.checkpoint import CheckpointError
-from unilab_rl.cli.launch import launch_torchrun, without_nproc
+from unilab_rl.cli import seeds as seeds_cli
+from unilab_rl.cli import train_eval
+from unilab_rl.cli.launch import launch_torchrun, without_flags
 from unilab_rl.cli.metrics_sink import TrainingSink, write_json_atomic
-from unilab_rl.cli.overrides import OverrideError
 from unilab_rl.cli.process_clock import python_writes_bytecode, seconds_since_process_start
 from unilab_rl.cli.run_dir import RunDirError, claim_run_dir
 from unilab_rl.cli.run_record import (
     RECORD_FORMAT,
     RECORD_FORMAT_VERSION,
     RECORD_NAME,
-    RunRecordError,
     git_commit,
     versions,
 )
 from unilab_rl.cli.stopping import StopOnSignal
 from unilab_rl.cli.summary import write_summary
-from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, build_parser
+from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError
+from unilab_rl.cli.train_command import BAD_INPUT, EXIT_BAD_INPUT, build_parser, parse_command
 from unilab_rl.cli.train_plan import prepare
 from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
@@ -75,9 +85,6 @@ from unilab_rl.learner import drop_update_graphs
 from unilab_rl.runner import LOSS_METRIC_PREFIX, TIMED_PHASES, LearnerDiverged, OffPolicyRunner, RunIdentity
 from unilab_rl.threads import apply_thread_policy
 
-EXIT_BAD_INPUT = 2
-# What unilab-train reports as bad input (exit 2, nothing written): the errors main() catches.
-BAD_INPUT = (UsageError, UnknownAlgorithm, OverrideError, CheckpointError, RunDirError, RunRecordError)
 EXIT_INTERRUPTED = 130  # SIGINT
 EXIT_TERMINATED = 143  # SIGTERM
 EXIT_DIVERGED = 3
@@ -206,12 +213,17 @@ def reseed_other_ranks(rank: distributed.RankInfo | None, seed: int, env_steps: 
     torch.manual_seed((seed + rank.rank) * 1_000_003 + env_steps)
 
 
-def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backends: list[str] | None = None) -> int:
+def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backends: list[str] | None = None,
+          check: Callable[[argparse.Namespace], None] | None = None) -> int:
+    """Train the run ``args`` describe; ``check``, when given, checks the resolved command further
+    before anything is built (``--eval``'s options)."""
     imports_s = seconds_since_process_start()  # the interpreter and imports before this command's clock
     started = time.perf_counter()
     rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
     is_main = rank is None or rank.is_main
     plan = prepare(args, tasks, check_out=is_main, backends=backends)
+    if check is not None:
+        check(args)
     seed = args.seed + (0 if rank is None else rank.rank)  # each rank explores differently
     device = args.device
     if rank is not None and device is None and torch.cuda.is_available():
@@ -335,25 +347,39 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
     if factory is None or tasks is None:
         factory, tasks = default_env_factory()
         backends = known_backends()
-    args = build_parser(tasks, backends).parse_intermixed_args(argv)  # key=value may follow flags
+    args, eval_options = parse_command(build_parser(tasks, backends), argv)
     if args.list_tasks:
         print("\n".join(tasks))
         return 0
+    if args.seeds is not None:  # each seed's process runs this command with --seed K, --eval included
+        return seeds_cli.run_side_by_side(args.seeds, args.out, argv, tasks, backends)
+
+    def check_evaluation(resolved: argparse.Namespace) -> None:
+        if resolved.eval:  # once the task is resolved, before anything is built
+            train_eval.check_evaluation(resolved.task, resolved.out, eval_options)
+
     try:
         if args.nproc < 1:
             raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+        if distributed.rank_from_environment() is not None and (args.nproc > 1 or args.eval):
+            raise UsageError(f"{'--nproc' if args.nproc > 1 else '--eval'} is for the launching command; this "
+                             "process is already a torchrun rank")
         if args.nproc > 1:
-            if distributed.rank_from_environment() is not None:
-                raise UsageError("--nproc is for the launching command; this process is already a torchrun rank")
             prepare(args, tasks, backends=backends)  # bad input fails here, once, before any rank starts
-            return launch_torchrun(args.nproc, without_nproc(argv))
-        return train(args, factory, tasks, backends)
+            check_evaluation(args)
+            # The ranks train; this process judges the run once they are done.
+            code = launch_torchrun(args.nproc, without_flags(train_eval.without_evaluation(argv), ("--nproc",)))
+        else:
+            code = train(args, factory, tasks, backends, check=check_evaluation)
     except BAD_INPUT as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except LearnerDiverged as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_DIVERGED
+    if code != 0 or not args.eval:
+        return code
+    return train_eval.judge_run(args.out, eval_options)
 
 
 if __name__ == "__main__":

@@ -1,42 +1,15 @@
-"""Presets and goals are data: gpu_walk is unilab-train --preset gpu_walk; goals are read
-from whatever the run logs, under the names their sources give."""
+"""Presets and goals are data: a preset fills what unilab-train's command line leaves unset;
+goals are read from whatever the run logs, under the names their sources give."""
 
 import json
 
 import pytest
-from unilab_rl.cli import gpu_walk, train_args
 from unilab_rl.cli import train as train_cli
+from unilab_rl.cli import train_args
 from unilab_rl.cli.presets import PRESETS
 from unilab_rl.goals import Goal, GoalError, GoalTracker, check_known
 
 LENGTH, ERROR = "collector/episode_length_fraction", "env/metrics/twist/lin_vel_error"
-
-
-def test_gpu_walk_is_the_preset_through_unilab_train(tmp_path, monkeypatch):
-    captured = {}
-    monkeypatch.setattr(gpu_walk.train_cli, "main", lambda argv: captured.setdefault("argv", argv) and 0)
-    assert gpu_walk.main(["--out", str(tmp_path), "--algo", "fastsac", "compile=false"]) == 0
-    argv = captured["argv"]
-    assert argv[:2] == ["--preset", "gpu_walk"] and argv[-3:] == ["--algo", "fastsac", "compile=false"]
-    assert argv[argv.index("--summary-json") + 1] == str(tmp_path / "summary.json")
-
-
-def test_gpu_walk_eval_trains_then_judges_the_run_with_the_evaluation_options_given(tmp_path, capsys):
-    pytest.importorskip("unilab")
-    argv = ["--out", str(tmp_path), "--eval", "--backend", "mujoco", "--device", "cpu", "--num-envs", "4",
-            "--steps", "32", "--no-tensorboard", "env.cuda_graph=false", "compile=false", "overlap_learning=false",
-            "batch_size=16", "learning_starts=16", "actor_width=16", "critic_width=16", "eval.envs_per_command=1",
-            "eval.seconds=0.4", "eval.settle_s=0.1"]
-    assert gpu_walk.main(argv) == 1  # a 32-step policy does not walk: judged, and it failed
-    assert (tmp_path / "run" / "checkpoint.pt").is_file() and (tmp_path / "summary.json").is_file()
-    # The simulator's own facts close the summary: here MuJoCo's host bridge, 4 physics steps per env step.
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    vectorized_steps = summary["env_steps"] // 4  # 4 envs
-    assert summary["simulator"]["physics_steps"] == 4 * vectorized_steps  # 4 physics steps per env step
-    report = json.loads((tmp_path / "eval" / "report.json").read_text())
-    assert report["evaluation_options"]["seconds"] == "0.4" and len(report["reports"]["mujoco"]["cases"]) == 17
-    assert "gpu_walk: unilab-eval --checkpoint" in capsys.readouterr().out
-    assert report["actor"] == "latest" and not (tmp_path / "eval-latest-actor").exists()
 
 
 def test_the_graphed_gpu_walk_preset_on_the_cpu_is_refused_naming_the_override_that_steps_eagerly(tmp_path, capsys):
@@ -48,45 +21,6 @@ def test_the_graphed_gpu_walk_preset_on_the_cpu_is_refused_naming_the_override_t
     error = capsys.readouterr().err
     assert "cuda_graph=true needs a CUDA device" in error and "env.cuda_graph=false" in error
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
-
-
-def test_a_run_that_kept_an_averaged_policy_is_judged_by_it_and_by_its_latest_actor(tmp_path, capsys):
-    pytest.importorskip("unilab")
-    argv = ["--out", str(tmp_path), "--eval", "--backend", "mujoco", "--device", "cpu", "--num-envs", "4",
-            "--steps", "32", "--no-tensorboard", "env.cuda_graph=false", "compile=false", "overlap_learning=false",
-            "batch_size=16", "learning_starts=16", "actor_width=16", "critic_width=16", "averaged_policy_tau=0.5",
-            "eval.envs_per_command=1", "eval.seconds=0.4", "eval.settle_s=0.1"]
-    assert gpu_walk.main(argv) == 1
-    averaged = json.loads((tmp_path / "eval" / "report.json").read_text())
-    latest = json.loads((tmp_path / "eval-latest-actor" / "report.json").read_text())
-    assert (averaged["actor"], latest["actor"]) == ("averaged", "latest")
-    assert latest["evaluation_options"] == averaged["evaluation_options"]
-    assert "--latest-actor" in capsys.readouterr().out
-
-
-def test_gpu_walk_runs_another_preset_given_on_its_command_line(tmp_path, monkeypatch):
-    captured = {}
-    monkeypatch.setattr(gpu_walk.train_cli, "main", lambda argv: captured.setdefault("argv", argv) and 0)
-    assert gpu_walk.main(["--out", str(tmp_path), "--preset", "gpu_track"]) == 0
-    args = train_cli.build_parser().parse_intermixed_args(captured["argv"])
-    train_args.apply_preset(args)
-    assert args.preset == "gpu_track" and args.task == PRESETS["gpu_track"].task
-    assert captured["argv"].count("--preset") == 1  # the printed command names the preset it runs, once
-
-
-def test_gpu_walk_seeds_run_the_preset_given_on_its_command_line(tmp_path, monkeypatch):
-    captured = {}
-    monkeypatch.setattr(gpu_walk.seeds_cli, "run_side_by_side",
-                        lambda seeds, out, argv: captured.setdefault("argv", argv) and 0)
-    assert gpu_walk.main(["--seeds", "0,1", "--out", str(tmp_path), "--preset", "gpu_track", "--minutes", "2"]) == 0
-    argv = captured["argv"]
-    assert argv[argv.index("--preset") + 1] == "gpu_track" and argv.count("--preset") == 1
-
-
-def test_gpu_walk_refuses_evaluation_options_without_eval(tmp_path):
-    with pytest.raises(SystemExit):
-        gpu_walk.main(["--out", str(tmp_path), "eval.seconds=3"])
-    assert not (tmp_path / "run").exists()
 
 
 def test_a_preset_fills_what_the_command_line_leaves_unset():
