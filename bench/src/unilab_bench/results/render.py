@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from unilab_bench.results.entries import as_presets_hold
 from unilab_bench.results.store import ROOT, short_device
 
 RESULTS_MD = Path("docs/results.md")
@@ -130,7 +131,7 @@ def training_groups(records: list[dict[str, Any]]) -> list[tuple[tuple, list[dic
     for r in records:
         if r["kind"] == "training" and "eval" in r["figures"]:
             s = r["subject"]
-            groups[(s.get("task"), s.get("entry"), device(r), budget(s))].append(r)
+            groups[(s.get("task"), as_presets_hold(s.get("entry") or ""), device(r), budget(s))].append(r)
     return list(groups.items())
 
 
@@ -295,7 +296,8 @@ def render_results(records: list[dict[str, Any]]) -> str:
             "training time (walking: the velocity sweep of 17 fixed commands from a standing start, each "
             "within 0.25 m/s and 0.25 rad/s with < 2% falls; tracking: each clip at >= 95% success and <= 40 mm "
             "MPKPE in the world frame). An entry with `+ key=value` trained with those overrides on top of "
-            "the preset as it was at the commit named.", "", *training_summary(records), "",
+            "the preset as it was at the commit named; an override the preset now holds itself is not "
+            "listed, and its runs count with the preset's.", "", *training_summary(records), "",
             "### Runs", "", *training_runs(records), "", "### Start-up", "",
             "Start-up is the time from the parsed command to the first training step (env build, kernels and "
             "graphs, the learner); imports are the time before it (the interpreter, torch, the packages). Warm: the simulator's kernels and torch.compile's "
