@@ -1,7 +1,7 @@
 """CUDA-graph replay of learner updates (unilab_rl.graphed_updates.CudaGraphUpdates).
 
-The parity tests need a GPU: CI has none, they run on the device machine (docs/perf records
-the run). On CPU the flag must leave the eager path untouched, which CI checks.
+The parity tests need a GPU: CI has none, they run on a GPU machine. On CPU the flag must
+leave the eager path untouched, which CI checks.
 """
 
 import copy

@@ -279,8 +279,8 @@ class EnvCfg(Strict):
     validate_actions: bool = True
     profile_phases: bool = False  # per-phase timings (CUDA events on GPU), read at flush
     # Replay the step's manager phases from CUDA graphs (unilab.step_graphs): CUDA devices,
-    # backends with a device data plane and immediate reset publication, no recorders.
-    # On an H200 it gained 1.0-1.7% (docs/perf/cuda-graph-h200-2026-12-01.md).
+    # backends with a device data plane and immediate reset publication, no recorders. It saves
+    # the phases' kernel launches, a small share of a step (docs/adr/0007-step-graphs.md).
     cuda_graph: bool = False
 
     @field_validator("commands", mode="before")

@@ -22,9 +22,8 @@ class CudaGraphUpdates:
     """Runs ``step(variant, batch)`` (one gradient update) from a CUDA graph per variant.
 
     Why: one FlashSAC update is ~700 (critic only) to ~1400 (critic, actor and temperature)
-    small kernels, each launched from Python. On an H200 at batch 8192 two updates took 49 ms
-    eager and 31 ms replayed (the rest is GPU time, which compile=true cuts to 9 ms; see
-    docs/perf/training-h200-2026-11-29-graphed-learner.md).
+    small kernels, each launched from Python; replayed from a graph, their launches cost one
+    call, and what remains is GPU time (which compile=true cuts further).
 
     What ``step`` must be, and the FlashSAC and FastSAC updates are: fixed batch shapes; no
     host sync; every state change in place (optimizers built with ``capturable=True``,

@@ -22,9 +22,9 @@ turns rather than ran side by side. With a negative ``env_priority`` the collect
 replay insert, acting) runs on a stream of that higher priority, and where kernels of both
 wait for a multiprocessor the env's go first: the env step is a chain of small kernels, each
 waiting on the one before, that the next iteration waits on, while the updates' kernels can
-fill the gaps between them (docs/perf/collection-priority-h100-2026-12-05.md). Leaving the env
-SMs of its own instead, by putting the learner's stream in a CUDA green context of 96-120 of
-an H100's 132 SMs, was 0.7-2.4% slower (docs/perf/learner-experiments-h100-2026-12-05.md).
+fill the gaps between them. Leaving the env multiprocessors of its own instead (the learner's
+stream in a CUDA green context of most of the GPU's) was slower: the env's chain of small
+kernels cannot use a share of the GPU it keeps idle between them.
 """
 
 from __future__ import annotations

@@ -75,12 +75,9 @@ class UnitBatchNorm(nn.Module):
         x = x.float()
         if self.training:
             mean = x.mean(dim=1, keepdim=True)
-            # Written out: torch.var over the middle axis is ~5x slower on CPU. One
-            # torch.var_mean pass made a GPU update 0.90x as long, but the walking entry
-            # trained with it failed the velocity sweep on 3 of 3 seeds (H100), where this
-            # form passed on the same seeds and GPU model 17, 16 and 17 against 14, 13 and 16
-            # (docs/perf/learner-experiments-h100-2026-12-05.md,
-            # flashsac-walk-seeds-h100-2026-12-05.md tables this form's runs at both paces).
+            # Written out: torch.var over the middle axis is ~5x slower on CPU. A single
+            # torch.var_mean pass is faster on the GPU but rounds differently, and the walking
+            # entry trained with it fell short of the velocity sweep where this form passes.
             var = (x - mean).square().mean(dim=1, keepdim=True)
             with torch.no_grad():
                 self.running_mean.lerp_(mean, self.momentum)
@@ -194,9 +191,8 @@ class FlashCriticEnsemble(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         # Each member normalizes its own (expanded, not copied) view of the input. One shared
-        # (1, B, F) copy would compute the batch statistics once: an update 0.97x as long on an
-        # H100, yet no faster beside collection, and rounded differently on CUDA
-        # (docs/perf/critic-input-once-h100-2026-12-05.md).
+        # (1, B, F) copy would compute the batch statistics once: a slightly shorter update,
+        # yet no faster beside collection, and rounded differently on CUDA.
         x = torch.cat([obs, action], dim=-1).unsqueeze(0).expand(self.ensemble, -1, -1)
         return self.head(self.trunk(x))
 
