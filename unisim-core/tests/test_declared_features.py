@@ -14,10 +14,10 @@ from unisim.capabilities import Feature
 # The built-in model has sensors, so SENSOR_VIEWS is declared wherever the adapter publishes them.
 EXPECTED_ON_CPU = {
     "mujoco": {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DETERMINISTIC, Feature.CONTACT_SENSORS,
-               Feature.SENSOR_VIEWS},
+               Feature.SENSOR_VIEWS, Feature.HEIGHT_SCAN},
     # warp's CPU device runs kernels serially, so it repeats bit for bit; no CUDA graph on the CPU.
     "mjwarp": {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DEVICE_MASKED_RESET, Feature.CONTACT_SENSORS,
-               Feature.SENSOR_VIEWS, Feature.DETERMINISTIC},
+               Feature.SENSOR_VIEWS, Feature.DETERMINISTIC, Feature.HEIGHT_SCAN},
 }
 
 

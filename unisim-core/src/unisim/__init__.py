@@ -6,6 +6,7 @@ from unisim.contract import CONTRACT_VERSION, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
 from unisim.factory import create_backend
+from unisim.height_scan import HeightScanSpec, HeightScanView
 from unisim.inventory import (
     ActuatorInfo,
     BodyInfo,
@@ -21,6 +22,6 @@ from unisim.views import BackendViews
 __all__ = [
     "CONTRACT_VERSION", "ActuatorInfo", "BackendViews", "BodyInfo", "Capabilities", "ContactAfterReset",
     "ContactFilter", "ContactSensorSpec", "ContactView", "ContractViolation",
-    "DataPlane", "Feature", "Inventory", "JointInfo", "Keyframe", "ResetPublication", "SensorInfo",
+    "DataPlane", "Feature", "HeightScanSpec", "HeightScanView", "Inventory", "JointInfo", "Keyframe", "ResetPublication", "SensorInfo",
     "SimBackend", "StateWidths", "backend_scope", "create_backend", "resolve_device",
 ]

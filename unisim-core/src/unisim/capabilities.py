@@ -45,6 +45,9 @@ class Feature(str, enum.Enum):
     DEVICE_MASKED_RESET = "device_masked_reset"
     # Contact sensing requested at construction, published in views().contacts (contract 1.3).
     CONTACT_SENSORS = "contact_sensors"
+    # Height scans (ray grids cast down onto the static terrain) requested at construction,
+    # published in views().height_scans (contract 1.5).
+    HEIGHT_SCAN = "height_scan"
 
 
 @dataclass(frozen=True)

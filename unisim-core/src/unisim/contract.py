@@ -19,7 +19,7 @@ from unisim.errors import ContractViolation
 from unisim.inventory import Inventory, StateWidths
 from unisim.views import BackendViews
 
-CONTRACT_VERSION = "1.4.0"
+CONTRACT_VERSION = "1.5.0"
 
 Rows = torch.Tensor  # int64, 1-D, unique, in [0, num_envs)
 Mask = torch.Tensor  # bool, (num_envs,)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
+import numpy as np
 import torch
 
+from unisim.capabilities import Feature
 from unisim.contacts import (
     ContactFilter,
     ContactPlan,
@@ -20,6 +22,7 @@ from unisim.contacts import (
     check_requests,
 )
 from unisim.errors import ContractViolation
+from unisim.height_scan import HeightScanPlan, check_height_requests
 from unisim.inventory import (
     ActuatorInfo,
     BodyInfo,
@@ -270,3 +273,76 @@ def contact_sensor_columns(model: mujoco.MjModel, plan: ContactPlan) -> list[int
             raise ContractViolation(f"model: contact sensor {k} did not compile as a 3-wide net force")
         cols.append(int(model.sensor_adr[s]))
     return cols
+
+
+# ---- height scan (contract 1.5) ----------------------------------------------------------
+def resolve_height_scans(requests: object, model: mujoco.MjModel, adapter: str, declared: bool) -> HeightScanPlan:
+    """Validate ``height_scans`` against ``model``; an adapter that does not declare
+    ``Feature.HEIGHT_SCAN`` passes ``declared=False`` and any request is refused (fail closed).
+
+    Raises ContractViolation naming the scan and argument before anything is built.
+    """
+    specs = check_height_requests(requests)
+    if specs and not declared:
+        raise ContractViolation(
+            f"height_scans: the {adapter} adapter does not declare Feature.HEIGHT_SCAN "
+            f"('{Feature.HEIGHT_SCAN.value}'), so it cannot publish {[s.name for s in specs]}; build the scan on a "
+            "backend that declares it (capabilities.features)")
+    bodies = {_name(model, mujoco.mjtObj.mjOBJ_BODY, b): b for b in range(model.nbody)}
+    geoms = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, g): g for g in range(model.ngeom)}
+    geoms.pop(None, None)
+    static = [g for g in range(model.ngeom) if int(model.body_weldid[model.geom_bodyid[g]]) == 0]
+    body_ids, geom_ids = [], []
+    for spec in specs:
+        where = f"height_scans[{spec.name!r}]"
+        body = _lookup(bodies, spec.body, f"{where}.body", "body")
+        if body == 0:
+            raise ContractViolation(f"{where}.body: the world body does not move; attach the scan to a body of the "
+                                    "robot (e.g. its base)")
+        if spec.geoms:
+            ids = tuple(_lookup(geoms, name, f"{where}.geoms", "geom") for name in spec.geoms)
+            moving = sorted(spec.geoms[k] for k, g in enumerate(ids) if g not in static)
+            if moving:
+                raise ContractViolation(f"{where}.geoms: {moving} belong to bodies that move; the rays see the static "
+                                        "terrain only (geoms of bodies welded to the world)")
+        else:
+            ids = tuple(g for g in static if int(model.geom_group[g]) in spec.geom_groups)
+            if not ids:
+                raise ContractViolation(f"{where}.geom_groups: no static geom (of a body welded to the world) is in "
+                                        f"groups {list(spec.geom_groups)}; the rays would see nothing")
+        meshes = sorted(_name(model, mujoco.mjtObj.mjOBJ_GEOM, g) for g in ids
+                        if int(model.geom_type[g]) in _RAY_UNSUPPORTED)
+        if meshes:
+            raise ContractViolation(f"{where}: geoms {meshes} are meshes, SDFs or flex; height scans see planes, "
+                                    "primitives and heightfields")
+        body_ids.append(body)
+        geom_ids.append(ids)
+    return HeightScanPlan(specs=specs, body_ids=tuple(body_ids), geom_ids=tuple(geom_ids))
+
+
+_RAY_UNSUPPORTED = {int(mujoco.mjtGeom.mjGEOM_MESH), int(mujoco.mjtGeom.mjGEOM_SDF)}
+
+
+def ray_scene(model: mujoco.MjModel, geom_ids: tuple[int, ...]) -> mujoco.MjModel:
+    """A model holding only ``geom_ids`` of ``model`` (static geoms), each at its world pose, as
+    a visible geom of the world body (heightfields with their data): what a height scan's rays
+    see, and nothing else, so the engine's ray functions need no per-geom filter. Static geoms
+    do not move, so their pose at the model's reference configuration is their pose for ever."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    spec = mujoco.MjSpec()
+    for g in geom_ids:
+        kind = int(model.geom_type[g])
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, data.geom_xmat[g])
+        geom = spec.worldbody.add_geom(type=mujoco.mjtGeom(kind), size=[float(v) for v in model.geom_size[g]],
+                                       pos=[float(v) for v in data.geom_xpos[g]], quat=[float(v) for v in quat], rgba=[1, 1, 1, 1],
+                                       contype=0, conaffinity=0)
+        if kind == int(mujoco.mjtGeom.mjGEOM_HFIELD):
+            h = int(model.geom_dataid[g])
+            nrow, ncol, adr = int(model.hfield_nrow[h]), int(model.hfield_ncol[h]), int(model.hfield_adr[h])
+            name = f"hfield_{g}"
+            spec.add_hfield(name=name, nrow=nrow, ncol=ncol, size=[float(v) for v in model.hfield_size[h]],
+                            userdata=[float(v) for v in model.hfield_data[adr:adr + nrow * ncol]])
+            geom.hfieldname = name
+    return compile_spec(spec)

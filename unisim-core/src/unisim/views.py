@@ -9,6 +9,7 @@ from types import MappingProxyType
 import torch
 
 from unisim.contacts import ContactView
+from unisim.height_scan import HeightScanView
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class BackendViews:
     contacts: one ``ContactView`` per ``ContactSensorSpec`` requested at construction, by
         name (contract 1.3; empty when none was requested). See ``unisim.contacts`` for what
         the tensors hold after ``step`` and after ``set_state``.
+    height_scans: one ``HeightScanView`` per ``HeightScanSpec`` requested at construction, by
+        name (contract 1.5; empty when none was requested). See ``unisim.height_scan``.
     """
 
     qpos: torch.Tensor
@@ -37,6 +40,8 @@ class BackendViews:
     body_ang_vel_w: torch.Tensor
     sensordata: torch.Tensor
     contacts: Mapping[str, ContactView] = field(default_factory=dict, hash=False)
+    height_scans: Mapping[str, HeightScanView] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "contacts", MappingProxyType(dict(self.contacts)))
+        object.__setattr__(self, "height_scans", MappingProxyType(dict(self.height_scans)))

@@ -38,6 +38,9 @@ Trade-offs, decided here:
   GEOMS is not declared: Genesis renumbers and merges geoms, and MJCF geom names do not
   survive its importer. Rows written by ``set_state`` are cleared
   (``ContactAfterReset.CLEARED``); Genesis's force buffers are only read after a step.
+- Height scans (contract 1.5) are not declared: Genesis's MJCF importer skips heightfield geoms
+  (with a warning), and its own ray-cast sensor is not wired into this adapter. A request is
+  refused before anything is built, naming ``Feature.HEIGHT_SCAN``.
 """
 
 from __future__ import annotations
@@ -64,7 +67,14 @@ from unisim.contacts import (
 from unisim.contract import Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
-from unisim.mjcf import build_inventory, check_sensor_kinds, load_model, resolve_contact_sensors
+from unisim.height_scan import HeightScanSpec
+from unisim.mjcf import (
+    build_inventory,
+    check_sensor_kinds,
+    load_model,
+    resolve_contact_sensors,
+    resolve_height_scans,
+)
 from unisim.views import BackendViews
 
 OPTIONS = ("validate",)
@@ -72,11 +82,13 @@ CONTACT_FILTERS = frozenset({ContactFilter.ANY, ContactFilter.BODIES, ContactFil
 
 
 def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
-         contact_sensors: tuple[ContactSensorSpec, ...] = (), **options) -> GenesisBackend:
+         contact_sensors: tuple[ContactSensorSpec, ...] = (), height_scans: tuple[HeightScanSpec, ...] = (),
+         **options) -> GenesisBackend:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ContractViolation(f"options: unknown genesis option(s) {unknown}; valid: {list(OPTIONS)}")
     mjmodel = load_model(model)
+    resolve_height_scans(height_scans, mjmodel, "genesis", declared=False)  # fails closed on any request
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "genesis")
     _check_actuators(mjmodel)
     plan = resolve_contact_sensors(contact_sensors, mjmodel, CONTACT_FILTERS, "genesis")

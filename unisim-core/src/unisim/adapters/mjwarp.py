@@ -35,6 +35,11 @@ Trade-offs, decided here:
   episode after OR-ing them into a history (one op on the device per reset call), so
   ``diagnostics()`` also says how many worlds overflowed at any time since the backend was
   built: an overflow drops contacts or constraint rows, and a run should be able to tell.
+- Height scans (contract 1.5): the publish pass ends with ``warp_height_scan``'s launches
+  (origins from the just-published body poses, ``mjw.rays`` on a ray scene of the requested
+  static geoms, results into the arrays the views wrap). The publish pass is in the step graph
+  and is what ``set_state``/``set_state_where`` replay, so scans are cast after every step and
+  every write, on the device, with no host sync.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import torch
 import warp as wp
 
 from unisim.adapters.warp_contacts import contact_buffers, contact_tables, publish_contacts
+from unisim.adapters.warp_height_scan import publish_scans, scan_buffers, scan_tables
 from unisim.adapters.warp_support import (
     body_origin_velocity,
     default_buffer_sizes,
@@ -60,6 +66,7 @@ from unisim.contacts import ContactAfterReset, ContactFilter, ContactPlan, Conta
 from unisim.contract import Mask, Rows, SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
+from unisim.height_scan import HeightScanPlan, HeightScanSpec
 from unisim.mjcf import (
     body_mass_minimums,
     build_inventory,
@@ -67,6 +74,7 @@ from unisim.mjcf import (
     compile_spec,
     load_spec,
     resolve_contact_sensors,
+    resolve_height_scans,
     subtree_membership,
 )
 from unisim.views import BackendViews
@@ -97,7 +105,8 @@ CONTACT_FILTERS = frozenset(ContactFilter)
 
 
 def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
-         contact_sensors: tuple[ContactSensorSpec, ...] = (), **options) -> MjWarpBackend:
+         contact_sensors: tuple[ContactSensorSpec, ...] = (), height_scans: tuple[HeightScanSpec, ...] = (),
+         **options) -> MjWarpBackend:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ContractViolation(f"options: unknown mjwarp option(s) {unknown}; valid: {list(OPTIONS)}")
@@ -111,9 +120,10 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
     mjmodel = compile_spec(load_spec(model))
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "mjwarp")
     plan = resolve_contact_sensors(contact_sensors, mjmodel, CONTACT_FILTERS, "mjwarp")
+    scans = resolve_height_scans(height_scans, mjmodel, "mjwarp", declared=True)
     return MjWarpBackend(mjmodel, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
                          njmax=options.get("njmax"), graph=graph, validate=options.get("validate", True),
-                         contact_plan=plan)
+                         contact_plan=plan, scan_plan=scans)
 
 
 class MjWarpBackend(SimBackend):
@@ -121,9 +131,11 @@ class MjWarpBackend(SimBackend):
 
     def __init__(self, mjmodel: mujoco.MjModel, num_envs: int, device: torch.device, *,
                  nconmax: int | None = None, njmax: int | None = None, graph: bool = True,
-                 validate: bool = True, contact_plan: ContactPlan | None = None) -> None:
+                 validate: bool = True, contact_plan: ContactPlan | None = None,
+                 scan_plan: HeightScanPlan | None = None) -> None:
         super().__init__(num_envs, validate)
         plan = contact_plan if contact_plan is not None else ContactPlan((), (), (), (), ())
+        scans = scan_plan if scan_plan is not None else HeightScanPlan((), (), ())
         self._inventory = build_inventory(mjmodel)
         self._has_cameras = mjmodel.ncam > 0
         self._wp_device = warp_device(device)
@@ -141,6 +153,7 @@ class MjWarpBackend(SimBackend):
             self._lin_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
             self._ang_vel = wp.zeros((num_envs, nbody), dtype=wp.vec3)
             self._contacts = contact_tables(mjmodel, plan, num_envs, int(self._d.naconmax))
+            self._scans = scan_tables(mjmodel, scans, num_envs)
             self._warm_up(mjmodel, nconmax, njmax)
             mjw.forward(self._m, self._d)  # every view authoritative from construction on
             self._publish()
@@ -169,7 +182,10 @@ class MjWarpBackend(SimBackend):
             qpos=self._qpos, qvel=self._qvel,
             body_pos_w=wp.to_torch(d.xpos), body_quat_w=wp.to_torch(d.xquat),
             body_lin_vel_w=wp.to_torch(self._lin_vel), body_ang_vel_w=wp.to_torch(self._ang_vel),
-            sensordata=sensordata, contacts=plan.views(self._contact_force, self._in_contact))
+            sensordata=sensordata, contacts=plan.views(self._contact_force, self._in_contact),
+            height_scans=scans.views([wp.to_torch(t["distance"]) for t in self._scans],
+                                     [wp.to_torch(t["hit"]) for t in self._scans],
+                                     [wp.to_torch(t["hit_z"]) for t in self._scans]))
         self._use_graph = graph
         self._eager_reason: str | None = None if graph else "graph=False was requested"
         self._graphs: dict[int, Any] = {}
@@ -186,7 +202,7 @@ class MjWarpBackend(SimBackend):
         # Declared after the publish graph was captured, so GRAPH_CAPTURE is only claimed
         # when capture really worked on this device.
         features = {Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DEVICE_MASKED_RESET,
-                    Feature.CONTACT_SENSORS}
+                    Feature.CONTACT_SENSORS, Feature.HEIGHT_SCAN}
         if mjmodel.nsensor:
             features.add(Feature.SENSOR_VIEWS)
         if self._cuda and self._use_graph:
@@ -323,6 +339,8 @@ class MjWarpBackend(SimBackend):
         wp.launch(body_origin_velocity, dim=(d.nworld, m.nbody),
                   inputs=[d.cvel, d.xpos, d.subtree_com, self._rootid],
                   outputs=[self._lin_vel, self._ang_vel])
+        if self._scans:
+            publish_scans(d, self._scans)
 
     def _warm_up(self, mjmodel: mujoco.MjModel, nconmax: int, njmax: int) -> None:
         # Graph capture records launches and cannot compile modules; load every kernel once
@@ -342,6 +360,8 @@ class MjWarpBackend(SimBackend):
         c = self._contacts
         if c:  # the contact pass too, into one-world scratch buffers
             publish_contacts(m, d, {**c, **contact_buffers(c["rows"], 1, int(scratch.naconmax))})
+        if self._scans:  # and the height scans
+            publish_scans(d, [{**t, **scan_buffers(t["pattern"].shape[0], 1)} for t in self._scans])
 
     def _capture(self, body) -> Any:
         try:

@@ -25,6 +25,13 @@ model (not to the publication model), so ``mujoco.rollout`` computes it inside e
 step from that step's constraint forces; the adapter keeps the last substep's row, sums the
 targets of each sensed body and packs the result with the other views (``force_w``, after the
 body views). Rows written by ``set_state`` are cleared (``ContactAfterReset.CLEARED``).
+
+Height scans (contract 1.5) are cast with MuJoCo's ``mj_ray`` on a "ray scene": a model of the
+requested static geoms only (``unisim.mjcf.ray_scene``), so no filter is needed and the robot
+is never hit. After every publication pass (step and written rows alike) the rays' origins
+come from the pass's body poses, one ``mj_ray`` per ray and env (about 2 us each: a cost that
+grows with num_envs x rays, which is why training at scale scans on mjwarp), and distance and
+hit height join the packed row: the same one transfer.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from unisim.contacts import ContactAfterReset, ContactFilter, ContactSensorSpec,
 from unisim.contract import SimBackend
 from unisim.devices import resolve_device
 from unisim.errors import ContractViolation
+from unisim.height_scan import HeightScanSpec, yaw_frame_origins
 from unisim.mjcf import (
     add_contact_sensors,
     body_mass_minimums,
@@ -52,7 +60,9 @@ from unisim.mjcf import (
     compile_spec,
     contact_sensor_columns,
     load_spec,
+    ray_scene,
     resolve_contact_sensors,
+    resolve_height_scans,
 )
 from unisim.views import BackendViews
 
@@ -117,13 +127,15 @@ class MujocoHostBackend(SimBackend):
     """``num_envs`` MuJoCo envs stepped by mujoco.rollout on ``nthread`` CPU threads."""
 
     def __init__(self, model: str | Path, num_envs: int, device: torch.device, nthread: int | None = None,
-                 validate: bool = True, contact_sensors: tuple[ContactSensorSpec, ...] = ()) -> None:
+                 validate: bool = True, contact_sensors: tuple[ContactSensorSpec, ...] = (),
+                 height_scans: tuple[HeightScanSpec, ...] = ()) -> None:
         super().__init__(num_envs, validate)
         spec = load_spec(model)
         user_model = compile_spec(spec.copy())  # the model as written: inventory and sensor layout
         check_sensor_kinds(user_model, SENSOR_KINDS, "mujoco")
         self._inventory = build_inventory(user_model)
         plan = resolve_contact_sensors(contact_sensors, user_model, CONTACT_FILTERS, "mujoco")
+        scans = resolve_height_scans(height_scans, user_model, "mujoco", declared=True)
         if plan.targets:  # physics model = the user's + contact sensors after its own sensors
             physics_spec = spec.copy()
             add_contact_sensors(physics_spec, user_model, plan)
@@ -136,7 +148,7 @@ class MujocoHostBackend(SimBackend):
             data_plane=DataPlane.HOST_BRIDGE, device=device,
             selected_reset_publication=ResetPublication.IMMEDIATE,
             features=frozenset({Feature.BODY_VIEWS, Feature.MODEL_FIELD_WRITES, Feature.DETERMINISTIC,
-                                Feature.CONTACT_SENSORS}
+                                Feature.CONTACT_SENSORS, Feature.HEIGHT_SCAN}
                                | ({Feature.SENSOR_VIEWS} if user_model.nsensor else set())),
             sensor_kinds=SENSOR_KINDS if user_model.nsensor else frozenset(),
             model_fields=MODEL_FIELDS, model_field_minimums={"geom_friction": FRICTION_MINIMUMS, "body_mass": body_mass_minimums(user_model)},
@@ -181,8 +193,21 @@ class MujocoHostBackend(SimBackend):
         for k, target in enumerate(plan.targets):
             self._contact_sum[k, target.row] = -1.0
 
-        # Packed host row: qpos | qvel | sensordata (model's + appended body frames) | contact forces.
-        width = nq + nv + npub + 3 * ncontact
+        # Height scans: per spec a ray scene, its pattern, and its columns of the packed row
+        # (distance of every ray, then hit z).
+        self._scans = [(ray_scene(user_model, ids), spec.pattern(), body, spec.max_distance)
+                       for spec, body, ids in zip(scans.specs, scans.body_ids, scans.geom_ids, strict=True)]
+        self._scan_datas = [mujoco.MjData(scene) for scene, *_ in self._scans]
+        for (scene, *_), data in zip(self._scans, self._scan_datas, strict=True):
+            mujoco.mj_kinematics(scene, data)
+        self._scan_geomid = np.zeros(1, dtype=np.int32)
+        self._body_pos_cols = nsd  # where the publication pass's per-body frame sensors start
+        self._body_quat_cols = nsd + 3 * nbody
+        nrays = sum(spec.num_rays for spec in scans.specs)
+
+        # Packed host row: qpos | qvel | sensordata (model's + appended body frames) | contact forces |
+        # height scans.
+        width = nq + nv + npub + 3 * ncontact + 2 * nrays
         pin = device.type == "cuda"
         self._host = torch.zeros((num_envs, width), dtype=torch.float32, pin_memory=pin)
         self._host_np = self._host.numpy()
@@ -194,13 +219,23 @@ class MujocoHostBackend(SimBackend):
             body.append(p[:, start:start + nbody * w].unflatten(1, (nbody, w)))
             start += nbody * w
         self._contact_start = nq + nv + npub
-        self._contact_force = p[:, self._contact_start:].unflatten(1, (ncontact, 3))
+        self._contact_force = p[:, self._contact_start:self._contact_start + 3 * ncontact].unflatten(1, (ncontact, 3))
+        self._scan_start = self._contact_start + 3 * ncontact
+        distance, hit_z, start = [], [], self._scan_start
+        for spec in scans.specs:
+            distance.append(p[:, start:start + spec.num_rays])
+            hit_z.append(p[:, start + spec.num_rays:start + 2 * spec.num_rays])
+            start += 2 * spec.num_rays
+        self._scan_distance = distance
+        self._scan_hit = [torch.zeros((num_envs, spec.num_rays), dtype=torch.bool, device=device)
+                          for spec in scans.specs]
         self._in_contact = torch.zeros((num_envs, ncontact), dtype=torch.bool, device=device)
         self._contact_thresholds = torch.tensor(plan.thresholds, dtype=torch.float32, device=device)
         self._views = BackendViews(
             qpos=p[:, :nq], qvel=p[:, nq:nq + nv], body_pos_w=body[0], body_quat_w=body[1],
             body_lin_vel_w=body[2], body_ang_vel_w=body[3], sensordata=p[:, nq + nv:nq + nv + nsd],
-            contacts=plan.views(self._contact_force, self._in_contact))
+            contacts=plan.views(self._contact_force, self._in_contact),
+            height_scans=scans.views(distance, self._scan_hit, hit_z))
         self._stats = {"physics_steps": 0, "publication_passes": 0, "set_state_calls": 0, "unstable_resets": 0}
         self._restarted = np.zeros(num_envs, dtype=bool)  # worlds MuJoCo restarted at least once
         # Worlds written with a value MuJoCo takes as unstable (NaN, or past mjMAXVAL): it restarts them
@@ -268,22 +303,51 @@ class MujocoHostBackend(SimBackend):
             host[:, m.nq + m.nv:c0] = self._pub_sensor_out[:, 0]
             if self._contact_cols.size:  # forces of the last substep's constraint solve
                 raw = contact_sensordata[:, self._contact_cols].reshape(self.num_envs, -1, 3)
-                host[:, c0:] = np.einsum("nkd,kr->nrd", raw, self._contact_sum).reshape(self.num_envs, -1)
+                host[:, c0:self._scan_start] = np.einsum("nkd,kr->nrd", raw, self._contact_sum).reshape(
+                    self.num_envs, -1)
+            if self._scans:
+                host[:, self._scan_start:] = self._cast(self._pub_sensor_out[:, 0])
             if self._public is not self._host:
                 # Async from pinned memory: the next step's ctrl.to("cpu") is a blocking copy
                 # on the same stream, so this transfer has finished before the host buffer is
                 # rewritten by the next physics step.
                 self._public.copy_(self._host, non_blocking=True)
             self._publish_in_contact()
+            self._publish_hits()
             return
-        # Written rows: no contact solve has run for the new state, so contacts are cleared.
-        rows_np = np.concatenate([state[:, self._qpos_cols], state[:, self._qvel_cols],
-                                  self._pub_sensor_out[:n, 0], np.zeros((n, self._host_np.shape[1] - c0))], axis=1)
+        # Written rows: no contact solve has run for the new state, so contacts are cleared; their
+        # height scans are cast at the new state.
+        rows_np = np.concatenate([state[:, self._qpos_cols], state[:, self._qvel_cols], self._pub_sensor_out[:n, 0],
+                                  np.zeros((n, self._scan_start - c0)), self._cast(self._pub_sensor_out[:n, 0])],
+                                 axis=1)
         self._host_np[idx] = rows_np
         if self._public is not self._host:
             rows_t = torch.from_numpy(idx).to(self.device)
             self._public.index_copy_(0, rows_t, torch.from_numpy(rows_np.astype(np.float32)).to(self.device))
         self._publish_in_contact()
+        self._publish_hits()
+
+    def _cast(self, pub_sensordata: np.ndarray) -> np.ndarray:
+        """(n, 2 * rays) float64: every scan's distances then hit heights, for the rows whose
+        publication-pass sensordata is ``pub_sensordata`` (n, npub)."""
+        n, blocks = pub_sensordata.shape[0], []
+        down, geomid = np.array([0.0, 0.0, -1.0]), self._scan_geomid
+        for (scene, pattern, body, max_distance), data in zip(self._scans, self._scan_datas, strict=True):
+            pos = pub_sensordata[:, self._body_pos_cols + 3 * body:self._body_pos_cols + 3 * body + 3]
+            quat = pub_sensordata[:, self._body_quat_cols + 4 * body:self._body_quat_cols + 4 * body + 4]
+            origins = yaw_frame_origins(torch.from_numpy(pos), torch.from_numpy(quat), pattern).numpy()
+            distance = np.full(origins.shape[:2], max_distance)
+            for i in range(n):
+                for k in range(origins.shape[1]):
+                    d = mujoco.mj_ray(scene, data, origins[i, k], down, None, 1, -1, geomid)
+                    if 0.0 <= d < max_distance:
+                        distance[i, k] = d
+            blocks += [distance, origins[:, :, 2] - distance]
+        return np.concatenate(blocks, axis=1) if blocks else np.zeros((n, 0))
+
+    def _publish_hits(self) -> None:
+        for distance, hit, (*_, max_distance) in zip(self._scan_distance, self._scan_hit, self._scans, strict=True):
+            torch.lt(distance, max_distance, out=hit)
 
     def _publish_in_contact(self) -> None:
         if self._in_contact.shape[1]:
@@ -321,10 +385,10 @@ class MujocoHostBackend(SimBackend):
 
 
 def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
-         contact_sensors: tuple[ContactSensorSpec, ...] = (), nthread: int | None = None,
-         validate: bool = True) -> MujocoHostBackend:
+         contact_sensors: tuple[ContactSensorSpec, ...] = (), height_scans: tuple[HeightScanSpec, ...] = (),
+         nthread: int | None = None, validate: bool = True) -> MujocoHostBackend:
     # Physics is on the CPU regardless; ``device`` is where the published tensors live.
     # A HOST_BRIDGE backend defaults to cpu so a bare call never touches a GPU.
     resolved = torch.device("cpu") if device is None else resolve_device(device)
     return MujocoHostBackend(model, num_envs, resolved, nthread=nthread, validate=validate,
-                             contact_sensors=contact_sensors)
+                             contact_sensors=contact_sensors, height_scans=height_scans)

@@ -12,3 +12,5 @@ from pathlib import Path
 BUILTIN_MODEL = Path(__file__).resolve().parent.parent / "models" / "hopper_arm.xml"
 # Contact sensing (contract 1.3) is checked on this scene whatever --unisim-model says.
 CONTACT_PROBE_MODEL = Path(__file__).resolve().parent.parent / "models" / "contact_probe.xml"
+# Height scans (contract 1.5) are checked on this scene whatever --unisim-model says.
+HEIGHT_SCAN_PROBE_MODEL = Path(__file__).resolve().parent.parent / "models" / "height_scan_probe.xml"
