@@ -519,3 +519,22 @@ def test_a_zero_warmup_is_kept_not_taken_for_unset(monkeypatch):
     with pytest.raises(Stop):
         matrix.main(["--device", "cpu", "--env-warmup", "0"])
     assert made["env_warmup"] == 0 and made["num_envs"] == 64 and made["env_steps"] == 20
+
+
+def test_a_copied_tree_records_the_commit_its_commit_file_names(tmp_path, monkeypatch):
+    copy = tmp_path / "base-copy"
+    for folder in matrix_trees.SOURCE_DIRS:
+        (copy / folder).mkdir(parents=True)
+    (copy / "workspace.toml").write_text("")
+    (copy / "COMMIT").write_text("89bd1f8\n")
+    assert matrix_trees.copied_tree("base", copy).commit == "89bd1f8 (copied tree)"
+    (copy / "COMMIT").write_text("")
+    assert matrix_trees.copied_tree("base", copy).commit == matrix_trees.NOT_A_CHECKOUT
+
+    def no_git(*args, **kwargs):
+        raise subprocess.CalledProcessError(128, ["git", *args])
+
+    monkeypatch.setattr(matrix_trees, "git", no_git)
+    monkeypatch.setattr(matrix_trees, "ROOT", copy)
+    (copy / "COMMIT").write_text("cdd6a62")
+    assert matrix_trees.working_tree_state() == ([], "cdd6a62 (copied tree)")

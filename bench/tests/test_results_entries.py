@@ -1,7 +1,6 @@
 """A training record's entry reads as today's presets: overrides a preset now holds are dropped."""
 
 from unilab_bench.results.entries import as_presets_hold
-
 from unilab_rl.cli.presets import PRESETS
 
 

@@ -36,26 +36,37 @@ def git_commit() -> str:
         return "unknown"
 
 
+def named_commit(root: Path) -> str:
+    """The commit a copied tree's ``COMMIT`` file names (written where the copy was made, since
+    the copy has no git), else unknown."""
+    try:
+        text = (root / "COMMIT").read_text().strip()
+    except OSError:
+        return NOT_A_CHECKOUT
+    return f"{text} (copied tree)" if text else NOT_A_CHECKOUT
+
+
 def working_tree_state() -> tuple[list[str], str]:
     """The head's uncommitted files and commit label. A copied tree without git (a benchmark
-    machine that received the sources only) still runs: its commit is recorded as unknown."""
+    machine that received the sources only) still runs: its commit is the one its COMMIT file
+    names, or unknown."""
     try:
         dirty = [line.split(None, 1)[-1] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
         return dirty, git("rev-parse", "HEAD") + ("+uncommitted" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return [], NOT_A_CHECKOUT
+        return [], named_commit(ROOT)
 
 
 def copied_tree(label: str, root: Path) -> Tree:
     """A tree given as a folder of sources, e.g. on a benchmark machine that received copies and
     no git: it must hold the source folders. Its commit is its own checkout's where it is one
-    (not that of a repository it happens to sit inside), else unknown."""
+    (not that of a repository it happens to sit inside), else its COMMIT file's, else unknown."""
     missing = [d for d in SOURCE_DIRS if not (root / d).is_dir()]
     missing += [f for f in RUNTIME_FILES if not (root / f).is_file()]
     if missing:
         raise ValueError(f"--{label}-tree {root}: expected a copy of the repository's sources, "
                          f"missing {', '.join(missing)}")
-    commit = NOT_A_CHECKOUT
+    commit = named_commit(root)
     if (root / ".git").exists():
         try:
             commit = git("rev-parse", "HEAD", cwd=root)
