@@ -34,6 +34,8 @@ from pydantic import (
     model_validator,
 )
 
+from unilab.terrains.config import TerrainCfg
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True,
@@ -222,6 +224,23 @@ class ContactSensorCfg(Strict):
     force_threshold: float = Field(default=1.0, ge=0.0)
 
 
+class HeightScanCfg(Strict):
+    """A height scan asked of the backend when it is built (``views().height_scans[name]``,
+    ``unisim.height_scan``): a ``size`` grid of rays every ``resolution`` metres, turning with
+    ``body``'s heading, cast straight down from ``offset`` above it onto the static geoms of
+    ``geom_groups`` (or the named ``geoms``); no hit reads ``max_distance``. The high default
+    start keeps the rays above any terrain the body walks over. A backend that does not declare
+    height scans refuses the env at construction."""
+
+    body: str
+    size: tuple[float, float] = (1.6, 1.0)
+    resolution: float = Field(default=0.1, gt=0.0)
+    offset: tuple[float, float, float] = (0.0, 0.0, 20.0)
+    max_distance: float = Field(default=30.0, gt=0.0)
+    geom_groups: tuple[int, ...] = ()
+    geoms: tuple[str, ...] = ()
+
+
 class ActionCfg(Strict):
     """Joint position targets: ctrl = offset + scale * clip(action)."""
 
@@ -257,11 +276,13 @@ def task_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
 
 class EnvCfg(Strict):
     scene: Callable[[], Any]  # returns the MJCF path
+    terrain: TerrainCfg | None = None  # replaces the scene's ground with a generated grid (unilab.terrains)
     reset_keyframe: str  # the model keyframe every episode starts from (events perturb it)
     decimation: int = Field(default=4, ge=1)
     episode_length_s: float = Field(default=20.0, gt=0.0)
     actions: ActionCfg = Field(default_factory=ActionCfg)
     contact_sensors: dict[str, ContactSensorCfg] = Field(default_factory=dict)
+    height_scans: dict[str, HeightScanCfg] = Field(default_factory=dict)
     sensors: dict[str, SensorCfg] = Field(default_factory=dict)
     observations: dict[str, ObsGroupCfg] = Field(default_factory=dict)
     rewards: dict[str, RewardTermCfg] = Field(default_factory=dict)

@@ -23,6 +23,8 @@ from unilab.managers.termination import TerminationManager
 from unilab.mirror import declared_by_all
 from unilab.robot import RobotState
 from unilab.step_graphs import StepGraphs, StepPhases
+from unilab.terrains.generator import Terrain, generate_terrain
+from unilab.terrains.placement import TerrainPlacement
 
 MAX_EPISODE_STEPS = 2**62  # fits the int64 episode-length counters with room to count past it
 
@@ -47,7 +49,8 @@ class ManagerBasedRlEnv:
        rows are the meaningful ones);
     8. ONE reset transaction for done = terminated | truncated, in two halves:
        a. masked, no row list (so no host sync; on a DEVICE plane these kernels queue
-          behind physics): curriculum; every manager's bookkeeping for done rows (episode
+          behind physics): curriculum (its per-step terms; then, in the transaction, the
+          levels of the rows whose episodes ended); every manager's bookkeeping for done rows (episode
           metrics accumulated, episode sums zeroed, actions zeroed, commands resampled,
           sensors and history restarted, episode lengths zeroed); every reset-mode event
           writes an episode start for all rows into the transaction (model-field events
@@ -77,19 +80,34 @@ class ManagerBasedRlEnv:
         self.cfg = cfg
         options = {"validate": False, **cfg.backend_options}  # our own inputs are checked here
         contacts = [unisim.ContactSensorSpec(name=name, **c.model_dump()) for name, c in cfg.contact_sensors.items()]
-        self.backend = unisim.create_backend(backend, model=str(cfg.scene()), num_envs=num_envs,
-                                             device=device, contact_sensors=contacts, **options)
+        scans = [unisim.HeightScanSpec(name=name, **c.model_dump()) for name, c in cfg.height_scans.items()]
+        terrain, scene = self._scene(cfg)
+        self.backend = unisim.create_backend(backend, model=str(scene), num_envs=num_envs, device=device,
+                                             contact_sensors=contacts, height_scans=scans, **options)
         try:
-            self._build(cfg, num_envs, seed)
+            self._build(cfg, num_envs, seed, terrain)
         except BaseException:
             self.backend.close()
             raise
 
-    def _build(self, cfg: EnvCfg, num_envs: int, seed: int) -> None:
+    @staticmethod
+    def _scene(cfg: EnvCfg) -> tuple[Terrain | None, Any]:
+        """The scene's MJCF, standing on ``cfg.terrain`` when there is one (written by asset
+        authoring, which the runtime reaches only here)."""
+        if cfg.terrain is None:
+            return None, cfg.scene()
+        from unilab.assets.terrain_mjcf import terrain_scene_path
+
+        terrain = generate_terrain(cfg.terrain)
+        return terrain, terrain_scene_path(cfg.scene(), terrain)
+
+    def _build(self, cfg: EnvCfg, num_envs: int, seed: int, terrain: Terrain | None) -> None:
         self.num_envs = num_envs
         self.device = self.backend.device
         self.rng = torch.Generator(device=self.device)
         self.rng.manual_seed(seed)
+        # Each env's place on the terrain, which terms read from their construction on.
+        self.terrain = None if terrain is None else TerrainPlacement(terrain, num_envs, self.device, self.rng)
         self.robot = RobotState(self.backend)
         inv = self.robot.inventory
         self.physics_dt = float(self.backend.timestep)
@@ -313,6 +331,10 @@ class ManagerBasedRlEnv:
         metrics = self.metric_manager if log else None
         if log:
             self.metric_manager.episodes_ended(done)
+            # First: a curriculum reads the ended episodes (how far each env walked, what its command
+            # asked) before the commands resample and the events write new starts. A reset outside a
+            # step cuts episodes rather than ending them, and moves no curriculum.
+            self.curriculum_manager.reset(done)
         self.reward_manager.reset(done, metrics)
         self.termination_manager.reset(done, metrics)
         self.sensor_manager.reset(done)

@@ -32,14 +32,21 @@ def stable_config(value: Any) -> Any:
     return f"{type(value).__module__}:{type(value).__qualname__}"  # never a repr: it may hold an address
 
 
+# Config sections added after tasks' records were first written, with the value that means "not
+# used". A task that leaves one unused keeps the record (and fingerprint) it had before the
+# section existed: an exported policy of it still matches its task.
+LATER_SECTIONS = {"terrain": None, "height_scans": {}}
+
+
 def task_record(task: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The task's resolved config (``unilab.task_config``) as stable data, less the settings
     of how the env runs (``EXECUTION_SETTINGS``: checks, profiling, CUDA graphs), which leave
-    the MDP as it is."""
+    the MDP as it is, and less the ``LATER_SECTIONS`` it leaves unused."""
     from unilab.config import EXECUTION_SETTINGS
     from unilab.registry import task_config
 
     config = task_config(task, dict(overrides or {})).model_dump(exclude=set(EXECUTION_SETTINGS))
+    config = {k: v for k, v in config.items() if not (k in LATER_SECTIONS and v == LATER_SECTIONS[k])}
     return {"task": task, "config": stable_config(config)}
 
 

@@ -228,6 +228,14 @@ class RobotState:
             raise ValueError(f"{owner}: unknown contact sensor {name!r}; configured: {sorted(contacts)}")
         return contacts[name]
 
+    def height_scan(self, name: str, owner: str):
+        """The live height scan ``name`` (``distance``, ``hit``, ``hit_z_w``, each (N, nray)) the
+        env asked the backend for under ``EnvCfg.height_scans``."""
+        scans = self.views.height_scans
+        if name not in scans:
+            raise ValueError(f"{owner}: unknown height scan {name!r}; configured: {sorted(scans)}")
+        return scans[name]
+
     def cached(self, key: str, fn) -> torch.Tensor:
         """Share a term-defined derived quantity for the current state."""
         return self._get(key, fn)

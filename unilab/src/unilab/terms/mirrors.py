@@ -49,3 +49,17 @@ def left_right_joints(env, width: int, left: str = "left_", right: str = "right_
         index.append(column[other])
         sign.append(-1.0 if any(token in name for token in negate) else 1.0)
     return index, sign
+
+
+def height_scan_grid(env, width: int, scan: str) -> tuple[list[int], list[float]]:
+    """One column per ray of the height scan ``scan`` (ray ``iy * nx + ix``): the reflection
+    swaps the grid's rows ``iy`` and ``ny - 1 - iy``, heights keep their sign. The scan must
+    sit on the sagittal plane (no sideways offset), or its reflection is another scan."""
+    spec = env.robot.height_scan(scan, "mirror height_scan_grid").spec
+    nx, ny = spec.grid
+    if width != nx * ny:
+        raise ValueError(f"mirror height_scan_grid: the term has {width} columns, scan {scan!r} {nx * ny} rays")
+    if spec.offset[1] != 0.0:
+        raise ValueError(f"mirror height_scan_grid: scan {scan!r} is offset sideways ({spec.offset[1]} m); its "
+                         "reflection is not a scan of the same grid")
+    return [(ny - 1 - k // nx) * nx + k % nx for k in range(width)], [1.0] * width

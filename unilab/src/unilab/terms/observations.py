@@ -70,3 +70,20 @@ class body_height:
 
     def __call__(self, env) -> torch.Tensor:
         return env.robot.body_pos_w[:, self.idx, 2]
+
+
+class height_scan:
+    """The terrain around a body, from a height scan (``EnvCfg.height_scans``): per ray, the
+    body's height above the terrain under the ray, less ``offset`` (Isaac Lab's ``height_scan``;
+    the G1's pelvis over level ground reads about 0.76 - 0.5). A ray that hits nothing reads its
+    reach, which a clip bounds. params: scan (its name), offset (m, default 0.5)."""
+
+    def __init__(self, cfg, env) -> None:
+        env.robot.require("height_scan", (Feature.HEIGHT_SCAN,))
+        self.name = cfg.params["scan"]
+        view = env.robot.height_scan(self.name, "height_scan")
+        # body z - hit z = distance - the rays' start above the body, so one subtraction per step.
+        self.lift = float(view.spec.offset[2]) + float(cfg.params.get("offset", 0.5))
+
+    def __call__(self, env) -> torch.Tensor:
+        return env.robot.height_scan(self.name, "height_scan").distance - self.lift
