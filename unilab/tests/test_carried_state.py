@@ -1,8 +1,8 @@
 """State a manager or term carries from one step to the next keeps one storage for the env's
 life: it is updated in place, never rebound to a new tensor. A step replayed from a captured
 CUDA graph reads and writes fixed addresses, so a rebound timer or command would silently
-stop advancing there; this pins the property on the host, for both built-in tasks, through
-resets, pushes, command resamples and a curriculum stage change."""
+stop advancing there; this pins the property on the host, for the built-in task families, through
+resets, pushes, command resamples, a curriculum stage change and terrain level moves."""
 
 from __future__ import annotations
 
@@ -58,6 +58,10 @@ CASES = {
                      "curriculum.command_ranges.params.stages": [
                          {"step": 0, "lin_vel_x": (-1.0, 1.0)}, {"step": 5, "lin_vel_x": (-1.5, 2.0)}]},
     "g1_motion_tracking": {"events.push.interval_range_s": (0.02, 0.04)},
+    # The terrain curriculum moves levels (and origins) of every ended episode.
+    "g1_walk_rough": {"events.push.interval_range_s": (0.02, 0.04), "commands.twist.resampling_time_range_s": (0.1, 0.2),
+                      "terrain.num_rows": 2, "terrain.num_cols": 7, "terrain.size": (4.0, 4.0),
+                      "terrain.border_width": 1.0, "terrain.resolution": 0.2},
 }
 
 

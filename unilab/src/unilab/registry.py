@@ -12,7 +12,8 @@ from unilab.config import EnvCfg
 from unilab.config_overrides import apply_overrides
 
 _TASKS: dict[str, Callable[[], EnvCfg]] = {}
-_BUILTIN_MODULES = ("unilab.tasks.velocity.config.g1.flat", "unilab.tasks.tracking.config.g1.tracking")
+_BUILTIN_MODULES = ("unilab.tasks.velocity.config.g1.flat", "unilab.tasks.velocity.config.g1.rough",
+                    "unilab.tasks.tracking.config.g1.tracking")
 
 
 def register_task(name: str, build: Callable[[], EnvCfg]) -> None:

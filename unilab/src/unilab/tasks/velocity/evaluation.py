@@ -220,3 +220,55 @@ def _check_episode_length(env: Any, steps: int, seconds: float) -> None:
         raise ValueError(f"episode_length_s: the env's episodes ({env.max_episode_length} steps of "
                          f"{env.step_dt} s) time out within the sweep's {seconds} s ({steps} steps); "
                          "evaluate with longer episodes (the play variant's own)")
+
+
+class TerrainVelocitySweepCfg(VelocitySweepCfg):
+    """The velocity sweep run once per terrain type and difficulty: every env of the sweep stands
+    on the sub-terrain of that type (its first column) whose row is nearest that difficulty."""
+
+    terrains: list[str] = Field(min_length=1)
+    difficulties: list[float] = Field(min_length=1)
+
+
+class TerrainVelocitySweep(VelocitySweep):
+    """``VelocitySweep`` on a terrain (an env with ``env.terrain``): the same commands and envs,
+    run for each (terrain type, difficulty). The report's ``terrains`` holds, per type and per
+    difficulty, that run's report (its ``difficulty`` the row's own); its ``cases`` are every run's
+    cases, each naming its ``terrain`` and ``difficulty``; ``overall`` gives, per type, the fraction
+    of its cases that passed. The report passes when every case passes."""
+
+    def with_options(self, options: dict[str, Any]) -> TerrainVelocitySweep:
+        return TerrainVelocitySweep(updated_config(self.cfg, options))
+
+    @torch.no_grad()
+    def run(self, env: Any, policy: Policy) -> dict[str, Any]:
+        placement = getattr(env, "terrain", None)
+        if placement is None:
+            raise ValueError(f"env: the terrain sweep needs an env on a terrain; {self.cfg.task!r} has none")
+        columns = {name: placement.columns_of(name)[0] for name in self.cfg.terrains}  # refuses unknown types
+        per_terrain: dict[str, dict[str, Any]] = {}
+        cases: list[dict[str, Any]] = []
+        for name, column in columns.items():
+            per_terrain[name] = {}
+            for wanted in self.cfg.difficulties:
+                level = placement.level_of(wanted)
+                placement.pin(level, column)
+                report = super().run(env, policy)
+                difficulty = float(placement.terrain.difficulty[level])
+                report["difficulty"] = difficulty
+                per_terrain[name][f"{wanted:g}"] = report
+                cases += [{**case, "terrain": name, "difficulty": difficulty} for case in report["cases"]]
+        passed = {name: [c["passed"] for c in cases if c["terrain"] == name] for name in columns}
+        return {
+            "evaluation": "terrain_velocity_sweep",
+            "task": self.cfg.task,
+            "criteria": {"max_lin_vel_error": self.cfg.max_lin_vel_error,
+                         "max_ang_vel_error": self.cfg.max_ang_vel_error, "max_fall_rate": self.cfg.max_fall_rate},
+            "passed": all(c["passed"] for c in cases),
+            "overall": {f"{name}_passed": sum(p) / len(p) for name, p in passed.items()},
+            "terrains": per_terrain,
+            "cases": cases,
+        }
+
+    def summary_line(self, case: dict[str, Any]) -> str:
+        return f"{case['terrain']:>12s} @{case['difficulty']:.2f} " + super().summary_line(case)
