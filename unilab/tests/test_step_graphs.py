@@ -64,11 +64,16 @@ BUSY_HEADING = {**BUSY, "commands.twist.heading_command": True, "commands.twist.
                 "commands.twist.heading_stiffness": 2.0, "curriculum.command_ranges.params.stages": [
                     {"step": 0, "ang_vel_z": (-1.0, 1.0)}, {"step": 10, "ang_vel_z": (-0.1, 0.1)}]}
 BUSY_TRACKING = {"episode_length_s": 0.3, "events.push.interval_range_s": (0.02, 0.04), "validate_actions": False}
+# The terrain curriculum moving every ended episode's level (and origin) in the replayed reset.
+BUSY_ROUGH = {"episode_length_s": 0.3, "events.push.interval_range_s": (0.02, 0.04),
+              "commands.twist.resampling_time_range_s": (0.1, 0.2), "validate_actions": False,
+              "terrain.num_rows": 3, "terrain.num_cols": 7, "terrain.size": (4.0, 4.0), "terrain.border_width": 1.0,
+              "terrain.resolution": 0.2}
 
 
 @pytest.mark.parametrize(("task", "backend", "overrides"), [
     ("g1_walk_flat", "mjwarp", BUSY), ("g1_walk_flat", "mjwarp", BUSY_HEADING),
-    ("g1_motion_tracking", "mjwarp", BUSY_TRACKING),
+    ("g1_motion_tracking", "mjwarp", BUSY_TRACKING), ("g1_walk_rough", "mjwarp", BUSY_ROUGH),
     # Genesis is a device-plane backend with immediate publication too, so the graphs apply to it.
     pytest.param("g1_walk_flat", "genesis", BUSY, marks=pytest.mark.slow)])
 def test_replaying_the_recorded_phases_is_the_eager_step(make_env, task, backend, overrides):
