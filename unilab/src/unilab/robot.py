@@ -28,6 +28,13 @@ def index_or_slice(indices: list[int]) -> slice | torch.Tensor | list[int]:
     return indices
 
 
+def _configured(views, name: str, owner: str, what: str):
+    """The view ``name`` of a mapping of requested views, or an error naming the configured ones."""
+    if name not in views:
+        raise ValueError(f"{owner}: unknown {what} {name!r}; configured: {sorted(views)}")
+    return views[name]
+
+
 class RobotState:
     def __init__(self, backend: SimBackend) -> None:
         self.backend = backend
@@ -223,18 +230,12 @@ class RobotState:
     def contact(self, name: str, owner: str):
         """The live contact view ``name`` (``force_w`` (N, n, 3), ``in_contact`` (N, n)) the
         env asked the backend for under ``EnvCfg.contact_sensors``."""
-        contacts = self.views.contacts
-        if name not in contacts:
-            raise ValueError(f"{owner}: unknown contact sensor {name!r}; configured: {sorted(contacts)}")
-        return contacts[name]
+        return _configured(self.views.contacts, name, owner, "contact sensor")
 
     def height_scan(self, name: str, owner: str):
         """The live height scan ``name`` (``distance``, ``hit``, ``hit_z_w``, each (N, nray)) the
         env asked the backend for under ``EnvCfg.height_scans``."""
-        scans = self.views.height_scans
-        if name not in scans:
-            raise ValueError(f"{owner}: unknown height scan {name!r}; configured: {sorted(scans)}")
-        return scans[name]
+        return _configured(self.views.height_scans, name, owner, "height scan")
 
     def cached(self, key: str, fn) -> torch.Tensor:
         """Share a term-defined derived quantity for the current state."""

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import torch
 
 from unisim.errors import ContractViolation
+from unisim.requests import named_specs
 
 
 class ContactFilter(str, enum.Enum):
@@ -184,16 +185,4 @@ def in_contact_from_force(force_w: torch.Tensor, thresholds: torch.Tensor, out: 
 
 def check_requests(contact_sensors: object) -> tuple[ContactSensorSpec, ...]:
     """The model-independent part of a request: a sequence of specs with distinct names."""
-    if contact_sensors is None:
-        return ()
-    if isinstance(contact_sensors, (str, ContactSensorSpec)) or not isinstance(contact_sensors, (list, tuple)):
-        raise ContractViolation(
-            f"contact_sensors: expected a list of ContactSensorSpec, got {type(contact_sensors).__name__}")
-    for i, spec in enumerate(contact_sensors):
-        if not isinstance(spec, ContactSensorSpec):
-            raise ContractViolation(f"contact_sensors[{i}]: expected a ContactSensorSpec, got {type(spec).__name__}")
-    names = [s.name for s in contact_sensors]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ContractViolation(f"contact_sensors: sensor names repeat: {repeated}")
-    return tuple(contact_sensors)
+    return named_specs(contact_sensors, ContactSensorSpec, "contact_sensors", "sensor")

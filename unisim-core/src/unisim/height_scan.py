@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import torch
 
 from unisim.errors import ContractViolation
+from unisim.requests import named_specs
 
 GEOM_GROUPS = range(6)  # MuJoCo's geom groups a ray filter can name
 
@@ -184,15 +185,4 @@ def yaw_frame_origins(body_pos: torch.Tensor, body_quat: torch.Tensor, pattern: 
 
 def check_height_requests(height_scans: object) -> tuple[HeightScanSpec, ...]:
     """The model-independent part of a request: a sequence of specs with distinct names."""
-    if height_scans is None:
-        return ()
-    if isinstance(height_scans, (str, HeightScanSpec)) or not isinstance(height_scans, (list, tuple)):
-        raise ContractViolation(f"height_scans: expected a list of HeightScanSpec, got {type(height_scans).__name__}")
-    for i, spec in enumerate(height_scans):
-        if not isinstance(spec, HeightScanSpec):
-            raise ContractViolation(f"height_scans[{i}]: expected a HeightScanSpec, got {type(spec).__name__}")
-    names = [s.name for s in height_scans]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ContractViolation(f"height_scans: scan names repeat: {repeated}")
-    return tuple(height_scans)
+    return named_specs(height_scans, HeightScanSpec, "height_scans", "scan")

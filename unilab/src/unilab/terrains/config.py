@@ -9,20 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 
 class _TerrainModel(BaseModel):
+    # As unilab.config.Strict; counts are StrictInt, so a bool is not read as 1 (a row count of True).
     model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True,
                               allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        # As unilab.config.Strict: pydantic would read True as 1 (a seed or a row count of 1).
-        if isinstance(value, bool) and cls.model_fields[info.field_name].annotation is not bool:
-            raise ValueError(f"expected a number, got {value!r}")
-        return value
 
 
 class SubTerrainCfg(_TerrainModel):
@@ -47,14 +40,14 @@ class TerrainCfg(_TerrainModel):
     """
 
     sub_terrains: dict[str, SubTerrainCfg] = Field(min_length=1)
-    seed: int = Field(default=0, ge=0)
+    seed: StrictInt = Field(default=0, ge=0)
     size: tuple[float, float] = (8.0, 8.0)
-    num_rows: int = Field(default=10, ge=1)
-    num_cols: int = Field(default=20, ge=1)
+    num_rows: StrictInt = Field(default=10, ge=1)
+    num_cols: StrictInt = Field(default=20, ge=1)
     difficulty_range: tuple[float, float] = (0.0, 1.0)
     resolution: float = Field(default=0.1, gt=0.0)
     border_width: float = Field(default=5.0, ge=0.0)
-    max_init_level: int | None = Field(default=None, ge=0)
+    max_init_level: StrictInt | None = Field(default=None, ge=0)
     replaces_geom: str = "floor"
 
     @model_validator(mode="after")

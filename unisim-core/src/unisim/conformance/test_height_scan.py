@@ -70,13 +70,19 @@ def assert_matches_reference(backend: unisim.SimBackend, rows: torch.Tensor | No
 
 
 @pytest.fixture(scope="module")
-def declares(conformance_backend) -> bool:
+def plain(conformance_backend) -> dict[str, object]:
+    """What a backend built with no request declares and publishes."""
     name, device = conformance_backend
-    plain = unisim.create_backend(name, model=str(HEIGHT_SCAN_PROBE_MODEL), num_envs=1, device=device)
+    b = unisim.create_backend(name, model=str(HEIGHT_SCAN_PROBE_MODEL), num_envs=1, device=device)
     try:
-        return plain.capabilities.has(Feature.HEIGHT_SCAN)
+        return {"declares": b.capabilities.has(Feature.HEIGHT_SCAN), "scans": dict(b.views().height_scans)}
     finally:
-        plain.close()
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def declares(plain) -> bool:
+    return plain["declares"]
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +107,8 @@ def test_a_backend_without_the_feature_refuses_a_request_naming_it(conformance_b
                               height_scans=[SPEC])
 
 
-def test_no_request_publishes_no_scan_views(conformance_backend):
-    name, device = conformance_backend
-    b = unisim.create_backend(name, model=str(HEIGHT_SCAN_PROBE_MODEL), num_envs=1, device=device)
-    try:
-        assert dict(b.views().height_scans) == {}
-    finally:
-        b.close()
+def test_no_request_publishes_no_scan_views(plain):
+    assert plain["scans"] == {}
 
 
 def test_scan_views_have_the_declared_shape_dtype_device_and_stay_live(scanned):
