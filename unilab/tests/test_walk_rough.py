@@ -104,7 +104,7 @@ def test_an_episode_that_stood_still_against_its_command_restarts_a_level_easier
     assert bool((offset.abs() <= 0.5 + 1e-6).all()), "the new episodes start on the new levels' origins"
 
 
-def test_the_rough_sweep_reports_each_terrain_at_its_difficulty(make_env):
+def test_the_rough_sweep_reports_each_terrain_at_its_difficulty(make_env, tmp_path):
     evaluation = task_evaluation("g1_walk_rough", {"envs_per_command": 1, "seconds": 0.3, "settle_s": 0.1,
                                                    "terrains": ["flat", "stairs_up"], "difficulties": [0.5],
                                                    "commands": [(0.5, 0.0, 0.0)]})
@@ -117,3 +117,5 @@ def test_the_rough_sweep_reports_each_terrain_at_its_difficulty(make_env):
     stairs = env.terrain.columns_of("stairs_up")[0]
     assert env.terrain.types.tolist() == [stairs] and env.terrain.levels.tolist() == [1]
     assert "stairs_up @0.50" in evaluation.summary_line(report["cases"][1])
+    evaluation.plot({"mujoco": report}, tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").stat().st_size > 0

@@ -186,31 +186,42 @@ class VelocitySweep:
 
     def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
         """Achieved vs commanded vx, vy and yaw rate, one marker per command and label."""
-        import matplotlib
+        rows = {"": {label: report["cases"] for label, report in reports.items()}}
+        _plot_rows(self.cfg, rows, reports, "velocity sweep", path)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
-        (lo_x, hi_x), (lo_y, hi_y), (lo_w, hi_w) = self.cfg.training_range
+def _plot_rows(cfg: VelocitySweepCfg, rows: dict[str, dict[str, list[dict[str, Any]]]],
+               reports: dict[str, dict[str, Any]], title: str, path: Path) -> None:
+    """One row of (vx, vy, yaw rate) axes per entry of ``rows`` (its name titles the row), each
+    scattering achieved against commanded for the cases of each label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(rows), 3, figsize=(13, 4.2 * len(rows)), squeeze=False)
+    (lo_x, hi_x), (lo_y, hi_y), (lo_w, hi_w) = cfg.training_range
+    for row, (row_name, cases_by_label) in zip(axes, rows.items(), strict=True):
         for axis, (name, lo, hi) in enumerate((("vx (m/s)", lo_x, hi_x), ("vy (m/s)", lo_y, hi_y),
                                                ("yaw rate (rad/s)", lo_w, hi_w))):
-            ax = axes[axis]
+            ax = row[axis]
             ax.plot([lo, hi], [lo, hi], color="0.7", linewidth=1, label="commanded")
-            for label, report in reports.items():
-                xs = [c["command"][axis] for c in report["cases"] if c["achieved"] is not None]
-                ys = [c["achieved"][axis] for c in report["cases"] if c["achieved"] is not None]
+            for label, cases in cases_by_label.items():
+                xs = [c["command"][axis] for c in cases if c["achieved"] is not None]
+                ys = [c["achieved"][axis] for c in cases if c["achieved"] is not None]
                 ax.scatter(xs, ys, s=22, label=label, alpha=0.8)
             ax.set_xlabel(f"commanded {name}")
             ax.set_ylabel(f"achieved {name}")
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=8)
-        verdicts = ", ".join(f"{k}: {'pass' if r['passed'] else 'FAIL'}" for k, r in reports.items())
-        fig.suptitle(f"{self.cfg.task}: velocity sweep ({verdicts})")
-        fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        if row_name:
+            row[0].set_title(row_name, loc="left", fontsize=10)
+        row[0].legend(fontsize=8)
+    verdicts = ", ".join(f"{k}: {'pass' if r['passed'] else 'FAIL'}" for k, r in reports.items())
+    fig.suptitle(f"{cfg.task}: {title} ({verdicts})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _check_episode_length(env: Any, steps: int, seconds: float) -> None:
@@ -272,3 +283,12 @@ class TerrainVelocitySweep(VelocitySweep):
 
     def summary_line(self, case: dict[str, Any]) -> str:
         return f"{case['terrain']:>12s} @{case['difficulty']:.2f} " + super().summary_line(case)
+
+    def plot(self, reports: dict[str, dict[str, Any]], path: Path) -> None:
+        """The velocity sweep's axes, one row per terrain type and difficulty."""
+        rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for label, report in reports.items():
+            for case in report["cases"]:
+                row = rows.setdefault(f"{case['terrain']} at difficulty {case['difficulty']:.2f}", {})
+                row.setdefault(label, []).append(case)
+        _plot_rows(self.cfg, rows, reports, "velocity sweep per terrain", path)
