@@ -119,3 +119,14 @@ def test_the_rough_sweep_reports_each_terrain_at_its_difficulty(make_env, tmp_pa
     assert "stairs_up @0.50" in evaluation.summary_line(report["cases"][1])
     evaluation.plot({"mujoco": report}, tmp_path / "sweep.png")
     assert (tmp_path / "sweep.png").stat().st_size > 0
+
+
+def test_mujoco_and_mjwarp_scan_the_same_terrain_alike(make_env):
+    pytest.importorskip("mujoco_warp")
+    # Every type of the grid (heightfields and boxes) under the same seeded starts.
+    envs = [make_env(task="g1_walk_rough", backend=b, num_envs=7, seed=5, overrides={**SMALL, "terrain.max_init_level": 1},
+                     **({"device": "cpu"} if b == "mjwarp" else {})) for b in ("mujoco", "mjwarp")]
+    scans = [env.robot.height_scan("terrain", "test").hit_z_w for env in envs]
+    assert envs[0].terrain.types.tolist() == list(range(7))
+    torch.testing.assert_close(scans[1], scans[0], atol=1e-4, rtol=0)
+    assert float(scans[0].std()) > 0.01, "the grid is not level everywhere"
