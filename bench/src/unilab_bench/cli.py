@@ -3,7 +3,8 @@
 ``env`` (the Manager env step next to raw physics), ``backend`` and ``backend-host`` (adapters
 next to raw engine stepping), ``collector`` and ``learner`` (the training stack), ``matrix`` (the
 collector cases, optionally paired against a base revision), ``compare`` (a head record against a
-base by the staged budget) and ``results`` (the results store and the docs generated from it).
+base by the staged budget), ``peer`` (another project's own G1 env, in its own Python environment)
+and ``results`` (the results store and the docs generated from it).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def main(argv: list[str] | None = None, factory=None) -> int:
         from unilab_bench.results.cli import main as results_main
 
         return results_main(argv[1:])
+    if argv and argv[0] == "peer":  # imports no simulator here: the peer runs in its own environment
+        from unilab_bench.peers.command import main as peer_main
+
+        return peer_main(argv[1:])
     if argv and argv[0] in ("env", "backend", "backend-host", "matrix", "compare"):
         rc = _commands()[argv[0]](argv[1:])
         return 0 if rc is None else rc

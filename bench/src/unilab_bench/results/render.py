@@ -214,9 +214,29 @@ def on_device(records: list[dict[str, Any]], kind: str, cpu: bool):
             yield r, r["subject"], r["figures"], (r.get("cpu") or "cpu") if cpu else device(r)
 
 
+def is_peer(record: dict[str, Any]) -> bool:
+    """Another project's env (``unilab-bench peer``), not ours: its subject names the project."""
+    return bool((record.get("subject") or {}).get("project"))
+
+
+def peer_label(subject: dict[str, Any]) -> str:
+    """``mjlab 1.6.0 `Mjlab-Velocity-Flat-Unitree-G1```: the project, its version and its own task."""
+    project, version = subject.get("project", "-"), subject.get("project_version")
+    name = project if not version or version in project else f"{project} {version}"
+    task = str(subject.get("task", "-")).removeprefix(f"{project}/")
+    return f"{name} `{task}`"
+
+
+def peer_figure(figures: dict[str, Any]) -> str:
+    return (f"{rate(_median(figures.get('env_steps_per_s')))} env-steps/s zero actions, "
+            f"{rate(_median(figures.get('random_steps_per_s')))} random")
+
+
 def env_rows(records: list[dict[str, Any]], cpu: bool) -> list[str]:
     rows = []
     for r, s, f, where in on_device(records, "env", cpu):
+        if is_peer(r):
+            continue
         env = f.get("env_steps_per_s") or {}
         graphed = "-"
         if f.get("compare_steps_per_s") and "cuda_graph=true" in " ".join(s.get("compare_overrides") or []):
@@ -229,6 +249,26 @@ def env_rows(records: list[dict[str, Any]], cpu: bool) -> list[str]:
     header = ["task", "backend, envs", "CPU" if cpu else "GPU", "env-steps/s (min-max)", "raw physics, standing",
               "of raw", "of raw doing the env's work", "graphed, of that work", "of the hand-fused loop",
               "date (commit)", "record"]
+    return table(header, rows) if rows else []
+
+
+def peer_rows(records: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for r in records:
+        if r["kind"] != "env" or not is_peer(r):
+            continue
+        s, f = r["subject"], r["figures"]
+        env, physics = f.get("env_steps_per_s") or {}, s.get("physics") or {}
+        sim = (f"{1e3 * physics['timestep']:.3g} ms x {physics.get('decimation')}, {physics.get('solver')} "
+               f"{physics.get('iterations')}/{physics.get('ls_iterations')} iterations") if physics.get("timestep") else "-"
+        graph = {True: "yes", False: "no"}.get(s.get("cuda_graph"), "-")
+        rows.append([peer_label(s), f"{s.get('backend')}, {s.get('num_envs')}", device(r) if device(r) != "cpu"
+                     else (r.get("cpu") or "cpu"),
+                     f"{rate(env.get('median'))} ({rate_span([env.get('min'), env.get('max')])})",
+                     rate(_median(f.get("random_steps_per_s"))), graph, sim, f"`{s.get('ours') or '-'}`", when([r]),
+                     f"`{r['id']}`"])
+    header = ["project, its task", "backend, envs", "GPU (or CPU)", "env-steps/s, zero actions (min-max)", "random actions",
+              "its CUDA graph", "physics: dt x substeps, solver iterations/line-search (its own settings)", "ours", "date (commit)", "record"]
     return table(header, rows) if rows else []
 
 
@@ -306,8 +346,15 @@ def render_results(records: list[dict[str, Any]]) -> str:
             *startup_rows(records), "", "## Env throughput", "",
             "Streamed env steps per second (zero policy, medians of interleaved samples) next to raw physics of "
             "the same scene in the same process: of a standing robot, and replaying the env's own resets and "
-            "pushes (the same physics workload without the runtime).", "", *env_rows(records, cpu=False), "",
-            "## Collector", "",
+            "pushes (the same physics workload without the runtime).", "", *env_rows(records, cpu=False), ""]
+    peers = peer_rows(records)
+    if peers:
+        body += ["### Other projects' G1 envs", "",
+                 "`unilab-bench peer`: another project's own G1 flat-velocity env, built as its users build it, "
+                 "with its own physics settings and in its own Python environment, timed like ours (streamed, "
+                 "warm-up first, interleaved samples, the device synchronized before every clock read). "
+                 "\"ours\" is the task of ours it corresponds to.", "", *peers, ""]
+    body += ["## Collector", "",
             "`unilab-bench collector`: the collector with the preset's learner settings, each mode as a "
             "fraction of the env alone timed in the same rounds (zero actions, and the policy's own actions "
             "replayed).", "", *collector_rows(records, cpu=False), ""]
@@ -331,9 +378,10 @@ def readme_rows(records: list[dict[str, Any]]) -> list[list[str]]:
         what = "a walking G1: all 17 sweep commands" if preset == "gpu_walk" else "tracking the default clip"
         rows.append([what, entry_label(entry), gpu, f"{time}: {outcome(group, detail=False)}"])
     latest: dict[tuple, dict[str, Any]] = {}
+    peers: dict[tuple, dict[str, Any]] = {}
     for r in records:
-        if r["kind"] == "env" and device(r) != "cpu":
-            latest[(r["subject"].get("task"), device(r))] = r  # the store's order: the last one wins
+        if r["kind"] == "env" and device(r) != "cpu":  # the store's order: the last one wins
+            (peers if is_peer(r) else latest)[(r["subject"].get("task"), device(r))] = r
     for (task, gpu), r in latest.items():
         f = r["figures"]
         figure = f"{rate(_median(f.get('env_steps_per_s')))} env-steps/s"
@@ -345,6 +393,16 @@ def readme_rows(records: list[dict[str, Any]]) -> list[list[str]]:
                        f"{ratio(f.get('compare_to_replay'))}")
         s = r["subject"]
         rows.append([f"env step, `{task}`", f"{s.get('backend')}, {s.get('num_envs')} envs", gpu, figure])
+        # another project's G1 env beside ours on the same GPU model (unilab-bench peer)
+        for (_, peer_gpu), p in peers.items():
+            if peer_gpu == gpu and p["subject"].get("ours") == task:
+                rows.append([f"env step, {peer_label(p['subject'])}", f"{p['subject'].get('backend')}, "
+                             f"{p['subject'].get('num_envs')} envs", gpu, peer_figure(p["figures"])])
+    placed = {id(p) for (_, gpu), p in peers.items() if (p["subject"].get("ours"), gpu) in latest}
+    for (_, gpu), p in peers.items():
+        if id(p) not in placed:
+            rows.append([f"env step, {peer_label(p['subject'])}", f"{p['subject'].get('backend')}, "
+                         f"{p['subject'].get('num_envs')} envs", gpu, peer_figure(p["figures"])])
     return rows
 
 
