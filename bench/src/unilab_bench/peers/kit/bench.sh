@@ -16,9 +16,11 @@ mkdir -p "$RES"
 if [[ ! -f $RES/started ]]; then
   touch "$RES/started"
   # our sources and simulators (the peers' driver gets its own PYTHONPATH from unilab-bench peer);
-  # our G1 robot files are the mjlab 1.6.0 wheel's, which the peers' kit installed
+  # our G1 robot files are the pinned mjlab 1.6.0 wheel's (unilab.assets.robot_files), the same wheel
+  # the peers' kit carries: copied out of its site, since our scene is written beside them
   export PYTHONPATH=/tmp/site:$ROOT/unisim-core/src:$ROOT/unilab/src:$ROOT/unilab_rl/src:$ROOT/bench/src
-  export UNILAB_ASSET_DIR=/tmp/site-mjlab/mjlab/asset_zoo/robots PYTHONUNBUFFERED=1
+  mkdir -p /tmp/unilab-assets && cp -rn /tmp/site-mjlab/mjlab/asset_zoo/robots/unitree_g1 /tmp/unilab-assets/
+  export UNILAB_ASSET_DIR=/tmp/unilab-assets PYTHONUNBUFFERED=1
   common=(--num-envs "$ENVS" --device cuda --steps "$STEPS" --samples "$SAMPLES" --warmup "$WARMUP")
   ours=(python3 -m unilab_bench.env_step --backend mjwarp --task g1_walk_flat --compare-task g1_walk_flat
         --compare-override cuda_graph=true --gap-rows "${common[@]}" --out "$RES/ours-g1_walk_flat.json")
