@@ -21,7 +21,8 @@ carries the run's env steps and wall time so far and the env's training state (r
 ``infos``), so the counts of a resumed run include those of the model it resumed and its env
 goes on from that model's step count (a curriculum keeps its stage);
 ``--play OUT/model_<it>.pt`` runs deterministic episodes of it and prints what
-``unilab-play`` prints.
+``unilab-play`` prints. Both read the model as data (``torch.load(weights_only=True)``, not
+rsl_rl's own ``runner.load``): a file whose pickle names anything else (code) is refused.
 
 Exit codes: 0 done, 2 bad input (nothing trained).
 """
@@ -36,6 +37,7 @@ import io
 import json
 import math
 import os
+import pickle
 import random
 import sys
 import time
@@ -162,14 +164,33 @@ def check_runner_numbers(runner_cfg: dict[str, Any], num_envs: int) -> None:
         raise UsageError(f"clip_actions: expected a finite number > 0 or None, got {clip!r}")
 
 
+def load_model_file(path: Path, flag: str, map_location: str = "cpu") -> Any:
+    """An rsl_rl model file read as data (``weights_only``: tensors, containers and plain values),
+    never as rsl_rl's own ``runner.load`` reads it (``weights_only=False``, which runs whatever
+    code a crafted file's pickle names). A file that needs more is refused, naming it."""
+    try:
+        return torch.load(path, weights_only=True, map_location=map_location)
+    except pickle.UnpicklingError as error:  # weights_only met a type it does not allow: a global, a callable
+        # torch's message is mostly advice to load with weights_only=False; keep the line naming what was met
+        lines = [line for line in str(error).splitlines() if "GLOBAL" in line or "Unsupported" in line]
+        first = lines[0].strip().rstrip(".") if lines else type(error).__name__
+        raise UsageError(f"{flag} {path}: refused: it holds objects other than tensors and plain values, and "
+                         f"loading them could run code ({first}); give a model a PPO run saved") from None
+    except Exception as error:  # an empty, truncated or foreign file: EOFError, RuntimeError, ...
+        raise UsageError(f"{flag} {path}: not a readable torch file ({type(error).__name__}: {error})") from None
+
+
+def load_into_runner(runner: Any, loaded: dict[str, Any]) -> None:
+    """What rsl_rl's ``OnPolicyRunner.load`` does with a file's contents, given them read as data."""
+    if runner.alg.load(loaded, None, True):
+        runner.current_learning_iteration = loaded["iter"]
+
+
 def read_resume_model(path: Path) -> dict[str, Any]:
     """The rsl_rl model to resume, read before anything is built so a wrong file is refused at once."""
     if not path.is_file():
         raise UsageError(f"--resume {path}: no such file")
-    try:
-        loaded = torch.load(path, weights_only=False, map_location="cpu")  # as rsl_rl's own load reads it
-    except Exception as error:  # an empty, truncated or foreign file: EOFError, UnpicklingError, RuntimeError, ...
-        raise UsageError(f"--resume {path}: not a readable torch file ({type(error).__name__}: {error})") from None
+    loaded = load_model_file(path, "--resume")
     missing = [key for key in RSL_RL_MODEL_KEYS if not isinstance(loaded, dict) or key not in loaded]
     if missing:
         raise UsageError(f"--resume {path}: expected an rsl_rl model (OUT/model_<it>.pt of a PPO run); "
@@ -269,7 +290,7 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         if resumed is not None:
             runner.earlier = carried["counters"]
             try:
-                runner.load(str(args.resume), map_location=str(vec_env.device))
+                load_into_runner(runner, load_model_file(args.resume, "--resume", str(vec_env.device)))
             except (RuntimeError, KeyError, ValueError) as error:  # networks of another shape or config
                 raise UsageError(f"--resume {args.resume}: does not fit this run's runner config: {error}") from None
             try:
@@ -308,6 +329,11 @@ def play_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         raise UsageError(f"--play {args.play}: expected an rsl_rl model with the run.json of its run beside it")
     if args.episodes < 1 or (args.num_envs is not None and args.num_envs < 1):
         raise UsageError("--episodes and --num-envs must be >= 1")
+    loaded = load_model_file(args.play, "--play")  # refused before anything is built
+    missing = [key for key in RSL_RL_MODEL_KEYS if not isinstance(loaded, dict) or key not in loaded]
+    if missing:
+        raise UsageError(f"--play {args.play}: expected an rsl_rl model (OUT/model_<it>.pt of a PPO run); "
+                         f"it lacks {', '.join(missing)}")
     record = json.loads(record_path.read_text())
     backend = args.backend or record["backend"]
     try:
@@ -321,7 +347,7 @@ def play_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
         with contextlib.redirect_stdout(io.StringIO()):  # rsl_rl prints the networks
             runner = OnPolicyRunner(vec_env, copy.deepcopy(record["runner_cfg"]), log_dir=None,
                                     device=str(vec_env.device))
-        runner.load(str(args.play), map_location=str(vec_env.device))
+        load_into_runner(runner, load_model_file(args.play, "--play", str(vec_env.device)))
         agent = RslRlPolicy(runner.get_inference_policy(), clip_actions=record.get("clip_actions"))
         env.flush_metrics()  # start the env's averages at this evaluation
         summary = run_episodes(env, agent, args.episodes)
