@@ -54,3 +54,52 @@ def test_ppo_refuses_a_model_whose_unpickling_would_run_code(tmp_path, capsys, f
     # The run's own model still loads both ways.
     assert ppo_cli.main(["--play", str(model), "--episodes", "1", "--num-envs", "2"], factory=point_factory) == 0
     assert ppo_cli.main(ppo_args(tmp_path / "resumed", 1, "--resume", str(model)), factory=point_factory) == 0
+
+
+# --- links planted where a run writes --------------------------------------------------------
+
+def train_refused(capsys, argv, *fragments):
+    from test_cli import run_train
+    from unilab_rl.cli import train as train_cli
+
+    capsys.readouterr()
+    assert run_train(argv) == train_cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("unilab-train: error: "), err
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
+@pytest.mark.parametrize("name", [".unilab-train.lock", "metrics.jsonl", "checkpoint.pt", "run.json",
+                                  "summary.json", "tensorboard"])
+def test_a_link_planted_where_a_run_writes_is_refused_and_its_target_untouched(tmp_path, capsys, name):
+    from test_cli import TINY_TOKENS, base_args
+
+    out, victim, dangling = tmp_path / "run", tmp_path / "victim.txt", tmp_path / "elsewhere" / "created"
+    out.mkdir()
+    victim.write_text("precious\n")
+    (out / name).symlink_to(victim)
+    train_refused(capsys, base_args(out) + TINY_TOKENS, f"{out / name} is a symbolic link")
+    assert victim.read_text() == "precious\n"
+    (out / name).unlink()
+    (out / name).symlink_to(dangling)  # a dangling link: the run would create a file outside --out
+    train_refused(capsys, base_args(out) + TINY_TOKENS, f"{out / name} is a symbolic link")
+    assert not dangling.parent.exists()
+    assert sorted(p.name for p in out.iterdir()) == [name]
+
+
+def test_run_files_are_opened_without_following_a_link_planted_after_the_checks(tmp_path):
+    from unilab_rl.cli.metrics_sink import TrainingSink
+    from unilab_rl.cli.run_dir import LOCK_NAME, RunDirError, RunDirLock
+
+    out, victim = tmp_path / "run", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("precious\n")
+    (out / LOCK_NAME).symlink_to(victim)
+    with pytest.raises(RunDirError, match="symbolic link"):
+        RunDirLock(out)
+    (out / "metrics.jsonl").symlink_to(tmp_path / "outside.jsonl")
+    with pytest.raises(RunDirError, match="symbolic link"):
+        TrainingSink(out, tensorboard=False)
+    assert victim.read_text() == "precious\n" and not (tmp_path / "outside.jsonl").exists()

@@ -10,11 +10,13 @@ so a run killed by a time limit still leaves a valid curve of everything it reac
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from unilab_rl.atomic_file import write_atomically
+from unilab_rl.cli.run_dir import open_run_file
 
 # The runner's headline numbers, under short names in the curve.
 CURVE_KEYS = {
@@ -48,7 +50,8 @@ class TrainingSink:
         self.print_every_s = print_every_s
         self.last_print_s = float("-inf")
         self.budget: tuple[int, int | None, float, float | None] | None = None
-        self.jsonl = (out_dir / "metrics.jsonl").open("a")
+        # Not through a link: a dangling one would create a file outside the run directory.
+        self.jsonl = os.fdopen(open_run_file(out_dir / "metrics.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a")
         self.curve_path = curve_path
         self.curve: dict[str, Any] = {"header": header or {}, "max_episode_length": None, "points": []}
         # Rank 0 writes; its counters are its own. Data-parallel ranks step in lockstep (every

@@ -13,10 +13,16 @@ definition and never blocks a new run. The file names the holder (pid, host, sta
 for the error message; a run that ends removes it (after checking, once locked, that the
 path still names the file it locked, so a removal never lets two runs hold two files). ``flock`` is advisory and per host: it does not stop a run on
 another machine that mounts the same directory.
+
+Links: a run writes its files itself. A symbolic link where one of them goes (the lock, a run
+file, a snapshot) is refused with the other checks, and the files opened in place (the lock,
+``metrics.jsonl``) are opened with ``O_NOFOLLOW``, so a link planted after the checks is refused
+too instead of having its target written.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -62,6 +68,32 @@ def check_file_target(path: Path, flag: str, out: Path | None = None) -> None:
     check_writable(path.parent, flag)
 
 
+def open_run_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """A file descriptor of ``path`` opened with ``O_NOFOLLOW`` (and ``O_CLOEXEC``): a link there
+    raises RunDirError instead of being followed to a file outside the run directory."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise RunDirError(linked_message(path)) from None
+        raise
+
+
+def linked_message(path: Path) -> str:
+    return (f"--out: {path} is a symbolic link (to {os.readlink(path)}); a run writes its files itself, "
+            "never through a link: remove the link or choose another --out")
+
+
+def check_no_links(out: Path) -> None:
+    """Refuse a symbolic link where a run writes one of its files."""
+    if not out.is_dir():
+        return
+    names = [LOCK_NAME, *RUN_FILES, *sorted(path.name for path in out.glob(SNAPSHOT_GLOB))]
+    for name in names:
+        if (out / name).is_symlink():
+            raise RunDirError(linked_message(out / name))
+
+
 def is_run_file_name(name: str) -> bool:
     return name in RUN_FILES or Path(name).match(SNAPSHOT_GLOB)
 
@@ -77,8 +109,8 @@ def lock_holder(out: Path) -> str | None:
     """Who holds ``out``'s lock (pid, host, start), or None when no live run does."""
     lock = out / LOCK_NAME
     try:
-        stream = lock.open("r")
-    except OSError:
+        stream = os.fdopen(os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "r")
+    except OSError:  # none, or a link (which check_no_links refuses)
         return None
     with stream:
         try:
@@ -95,6 +127,7 @@ def check_run_dir(out: Path, resume: Path | None, overwrite: bool, locked_by_us:
     check_writable(out, "--out")
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {out} is a file, not a directory")
+    check_no_links(out)
     holder = None if locked_by_us else lock_holder(out)
     if holder is not None:
         raise RunDirError(f"--out {out} is in use by a live run ({holder}); wait for it to end or choose "
@@ -116,7 +149,7 @@ class RunDirLock:
     def __init__(self, out: Path) -> None:
         self.path = out / LOCK_NAME
         while True:
-            self.stream = self.path.open("a+")
+            self.stream = os.fdopen(open_run_file(self.path, os.O_RDWR | os.O_CREAT), "r+")
             try:
                 fcntl.flock(self.stream, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
