@@ -103,3 +103,25 @@ def test_run_files_are_opened_without_following_a_link_planted_after_the_checks(
     with pytest.raises(RunDirError, match="symbolic link"):
         TrainingSink(out, tensorboard=False)
     assert victim.read_text() == "precious\n" and not (tmp_path / "outside.jsonl").exists()
+
+
+# --- outputs that are not the run's own ------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--summary-json", "--curve-json"])
+@pytest.mark.parametrize("kind", ["fifo", "link", "dangling link"])
+def test_a_json_output_that_is_not_a_regular_file_or_new_is_refused_before_training(tmp_path, capsys, flag, kind):
+    import stat
+
+    from test_cli import TINY_TOKENS, base_args
+
+    path, target, out = tmp_path / "out.json", tmp_path / "target.json", tmp_path / "run"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        if kind == "link":
+            target.write_text("precious\n")
+        path.symlink_to(target)
+    train_refused(capsys, base_args(out) + [flag, str(path), *TINY_TOKENS], f"{flag} {path} is not a regular file")
+    assert stat.S_ISFIFO(os.lstat(path).st_mode) if kind == "fifo" else path.is_symlink()
+    assert (target.read_text() == "precious\n") if kind == "link" else not target.exists()
+    assert not out.exists()

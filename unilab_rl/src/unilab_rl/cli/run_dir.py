@@ -59,7 +59,12 @@ def check_writable(path: Path, flag: str) -> None:
 def check_file_target(path: Path, flag: str, out: Path | None = None) -> None:
     """``path`` can become a file: not a directory, not a run's own file (in ``out``, this
     command's run directory, or in a directory that holds a run: writing there would destroy
-    that run's checkpoint or records), and its directory can be written."""
+    that run's checkpoint or records), not an existing path other than a regular file (a link, a
+    FIFO, a device node: the atomic write's rename would replace it), and its directory can be written."""
+    if path.is_symlink() or (path.exists() and not path.is_dir() and not path.is_file()):
+        what = "a symbolic link" if path.is_symlink() else "a special file (FIFO, device or socket)"
+        raise RunDirError(f"{flag} {path} is not a regular file but {what}, which writing would replace; "
+                          "give a new path or a regular file")
     if path.is_dir():
         raise RunDirError(f"{flag} {path} is a directory; give a file path")
     in_a_run = (out is not None and path.parent.resolve() == out.resolve()) or bool(run_files(path.parent))

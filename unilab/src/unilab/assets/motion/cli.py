@@ -49,7 +49,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def check_out_path(path: Path, flag: str) -> None:
     """Refuse, before any work, an output path that cannot be written: a directory, or one under a
-    file. Missing parent folders are fine (the atomic write creates them)."""
+    file, or an existing path that is not a regular file (a FIFO, a device node, a link: the atomic
+    write's rename would replace it). Missing parent folders are fine (the atomic write creates them)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir() and not path.is_file()):
+        what = "a symbolic link" if path.is_symlink() else "a special file (FIFO, device or socket)"
+        raise MotionDataError(f"{flag} {path}: is not a regular file but {what}, which writing would replace; "
+                              "give a new path or a regular file")
     if path.is_dir():
         raise MotionDataError(f"{flag} {path}: is a directory; give a file path")
     parent = path.parent
