@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "and device")
     learner.add_argument("--calls", type=int, default=100, help="calls back to back in each timed sample")
     for command in (collector, learner):
-        command.add_argument("--task", default="g1_walk_flat")
+        command.add_argument("--task", default="g1_walk_flat",
+                             help="registered task or package.module:task_name (the module is imported)")
         command.add_argument("--backend", default="mujoco")
         command.add_argument("--algo", default="flashsac")
         command.add_argument("--num-envs", type=int, default=64)

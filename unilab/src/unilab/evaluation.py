@@ -77,12 +77,11 @@ def register_evaluation(tasks: Iterable[str], build: Callable[[], TaskEvaluation
 
 def task_evaluation(task: str, options: dict[str, Any] | None = None) -> TaskEvaluation:
     """The evaluation ``task`` declares, with ``options`` (protocol parameters) applied."""
-    from unilab.registry import list_tasks  # loads the built-in owners, which register theirs
+    from unilab.registry import resolve_task  # loads the owners (and a module:task's): they register theirs
 
-    tasks = list_tasks()
-    if task not in tasks:
-        raise ValueError(f"task: unknown task {task!r}; registered tasks: {tasks}")
-    if task not in _EVALUATIONS:
-        raise ValueError(f"task {task!r} declares no evaluation; tasks with one: {sorted(_EVALUATIONS)}")
-    evaluation = _EVALUATIONS[task]()
+    name = resolve_task(task)
+    if name not in _EVALUATIONS:
+        raise ValueError(f"task {task!r} declares no evaluation (unilab.evaluation.register_evaluation); tasks "
+                         f"with one: {sorted(_EVALUATIONS)}")
+    evaluation = _EVALUATIONS[name]()
     return evaluation.with_options(options) if options else evaluation

@@ -58,7 +58,7 @@ import torch
 from unilab_rl.cli.export_metadata import deployment_metadata
 from unilab_rl.cli.judged import exported_name, run_checkpoints
 from unilab_rl.cli.run_dir import is_run_file_name
-from unilab_rl.cli.trained_env import build_trained_env
+from unilab_rl.cli.trained_env import TASK_HELP, build_trained_env, with_task
 from unilab_rl.contract import POLICY_GROUP
 from unilab_rl.export import (
     EXPORT_FORMATS,
@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path,
                         help="policy file (default: policy.onnx / policy.pt next to the checkpoint)")
     parser.add_argument("--backend", default="mujoco", help="backend of the env the metadata is read from")
+    parser.add_argument("--task", default=None, help=TASK_HELP)
     parser.add_argument("--verify-steps", type=int, default=64,
                         help="env steps whose observations check the exported file against torch (0: skip)")
     parser.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted abs action difference")
@@ -127,13 +128,13 @@ def export(args: argparse.Namespace, factory: Any) -> int:
     for checkpoint, _ in checkpoints:  # every target checked before any is written
         check_target(target(checkpoint), [c for c, _ in checkpoints], args.out is None)
 
-    first = checkpoints[0][1]
+    first = with_task(checkpoints[0][1], args.task)
     # One run, so one env serves every checkpoint: the metadata is config and model facts, and
     # each verification rollout starts from a reset.
     env = build_trained_env(factory, first, backend=args.backend, num_envs=1, device="cpu", seed=0)
     try:
         mirrors = declared_mirrors(env, first["task"]) if args.mirror_averaged else None
-        codes = [export_one(args, env, mirrors, checkpoint, document, target(checkpoint))
+        codes = [export_one(args, env, mirrors, checkpoint, with_task(document, args.task), target(checkpoint))
                  for checkpoint, document in checkpoints]
     finally:
         env.close()

@@ -47,9 +47,9 @@ def env_namespace(task: str) -> Namespace:
     """The env's settings: the dotted keys of ``task``'s config, or unknown (the factory checks
     them) for a task unilab does not register."""
     from unilab.config_overrides import names_a_setting, setting_keys
-    from unilab.registry import list_tasks, task_config
+    from unilab.registry import is_task, task_config
 
-    if task not in list_tasks():
+    if not is_task(task):
         return Namespace("env", "env", None)
     keys = setting_keys(task_config(task))
     return Namespace("env", "env", keys, lambda key: names_a_setting(keys, key))

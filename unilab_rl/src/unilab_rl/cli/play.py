@@ -19,7 +19,7 @@ import torch
 
 from unilab_rl.checkpoint import CheckpointError, load_checkpoint
 from unilab_rl.cli.run_dir import check_file_target
-from unilab_rl.cli.trained_env import build_trained_env, recorded_env_overrides
+from unilab_rl.cli.trained_env import TASK_HELP, build_trained_env, recorded_env_overrides, with_task
 from unilab_rl.contract import EnvFactory, RunnerEnv
 from unilab_rl.policy import acting_actor, load_policy
 from unilab_rl.symmetry import declared_mirrors, mirror_averaged
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      epilog="Exit codes: 0 done, 2 bad input.")
     parser.add_argument("--checkpoint", type=Path, required=True, help="a checkpoint.pt unilab-train wrote")
     parser.add_argument("--backend", default=None, help="simulator backend (None: the one the checkpoint trained on)")
+    parser.add_argument("--task", default=None, help=TASK_HELP)
     parser.add_argument("--num-envs", type=int, default=16, help="parallel envs")
     parser.add_argument("--device", default=None, help="torch device (None: the env decides)")
     parser.add_argument("--episodes", type=int, default=16, help="deterministic episodes to summarize")
@@ -99,7 +100,7 @@ def run_episodes(env: RunnerEnv, agent: Any, episodes: int, recorder: Any = None
 def play(args: argparse.Namespace, factory: EnvFactory) -> int:
     if args.episodes < 1 or args.num_envs < 1:
         raise ValueError("--episodes and --num-envs must be >= 1")
-    document = load_checkpoint(args.checkpoint)
+    document = with_task(load_checkpoint(args.checkpoint), args.task)
     if args.video is not None and args.video.suffix != ".mp4":
         raise ValueError(f"--video {args.video}: expected a .mp4 path")
     if args.video is not None:  # before the episode is played, not after

@@ -58,6 +58,7 @@ PPO_HINT = "install the ppo extra: pip install 'unilab-rl[ppo]' (rsl-rl-lib)"
 COUNTERS = "unilab_rl_counters"  # the key of a saved model's infos holding {"env_steps", "wall_s"}
 ENV_STATE = "unilab_rl_env_state"  # ... and the env's training state (its step count, what its terms learned)
 RSL_RL_MODEL_KEYS = ("actor_state_dict", "critic_state_dict", "optimizer_state_dict", "iter")
+PPO_RUN_FILES = ("run.json", "policy.onnx", "policy.pt", "policy.json", "git")  # beside the models
 
 # rsl_rl 5.x runner config. Networks and PPO settings are those of the rsl_rl locomotion
 # examples (mjlab's and Isaac Lab's velocity tasks); the actor reads the "policy" group,
@@ -90,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Overrides: key=value; runner.<key> or a key under one of " + ", ".join(sorted(DEFAULT_RUNNER_CFG))
                + " edits the rsl_rl runner config, env.<key> or another key of the task's config is an env "
                "override; a bare key both name is refused, as is one neither has.")
-    parser.add_argument("--task", default="g1_walk_flat")
+    parser.add_argument("--task", default="g1_walk_flat",
+                        help="registered task or package.module:task_name (the module is imported)")
     parser.add_argument("--backend", default=None, help="default: mujoco; with --play, the run's backend")
     parser.add_argument("--num-envs", type=int, default=None, help="default: 64; with --play, 16")
     parser.add_argument("--device", default=None, help="torch device; default: the env decides")
@@ -98,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--iterations", type=int, default=100, help="PPO iterations (rollout + update) to run")
     parser.add_argument("--out", type=Path, default=Path("runs/ppo"))
     parser.add_argument("--resume", type=Path, help="an rsl_rl model_<it>.pt to continue from")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the run --out already holds (its models, run.json, policy, events)")
     parser.add_argument("--export", choices=("onnx", "torchscript", "none"), default="onnx",
                         help="export the final policy with deployment metadata (default onnx)")
     parser.add_argument("--play", type=Path, metavar="MODEL",
@@ -198,6 +202,53 @@ def read_resume_model(path: Path) -> dict[str, Any]:
     return loaded
 
 
+def model_number(path: Path) -> int:
+    digits = path.stem.removeprefix("model_")
+    return int(digits) if digits.isdigit() else -1
+
+
+def held_run_files(out: Path) -> list[str]:
+    """What a run left in ``out``: this CLI's (models, run.json, the exported policy) and unilab-train's."""
+    from unilab_rl.cli.run_dir import run_files
+
+    if not out.is_dir():
+        return []
+    models = sorted(out.glob("model_*.pt"), key=model_number)
+    ppo = [p.name for p in models] + [name for name in PPO_RUN_FILES if (out / name).exists()]
+    return list(dict.fromkeys(ppo + run_files(out)))
+
+
+def check_ppo_out(out: Path, resume: Path | None, overwrite: bool) -> None:
+    """Refuse an ``--out`` that holds a run this command would replace (as unilab-train does), unless
+    it resumes that directory's newest model or passes ``--overwrite``; reads only."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a directory")
+    held = held_run_files(out)
+    if not held or overwrite:
+        return
+    models = sorted(out.glob("model_*.pt"), key=model_number)
+    if resume is not None and models and resume.resolve() == models[-1].resolve():
+        return  # continuing this directory's own run from its newest model: its later models come after it
+    hint = f"continue it with --resume {models[-1]}, " if models else ""
+    listed = ", ".join(held[:6]) + (f" and {len(held) - 6} more" if len(held) > 6 else "")
+    raise UsageError(f"--out {out} already holds a run ({listed}); {hint}choose another --out, "
+                     "or pass --overwrite to replace it")
+
+
+def remove_old_run(out: Path) -> None:
+    """``--overwrite``: the old run's files, so none of its models is mistaken for the new run's."""
+    import shutil
+
+    for name in held_run_files(out):
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    for events in out.glob("events.out.tfevents.*"):
+        events.unlink()
+
+
 def resumed_infos(path: Path, loaded: dict[str, Any]) -> dict[str, Any]:
     """What this CLI saved with the model to resume: the run's env steps and wall time so far, and
     the env's training state. A model saved without them (by an older unilab-ppo) is not resumed:
@@ -251,10 +302,15 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     args.num_envs = 64 if args.num_envs is None else args.num_envs
     if args.iterations < 1 or args.num_envs < 1:
         raise UsageError("--iterations and --num-envs must be >= 1")
-    runner_cfg, env_overrides = split_ppo_overrides(args.overrides, env_namespace(args.task))
+    try:
+        namespace = env_namespace(args.task)  # imports a package.module:task_name's module
+    except ValueError as error:  # its module is missing, fails to import or lacks the task
+        raise UsageError(str(error)) from None
+    runner_cfg, env_overrides = split_ppo_overrides(args.overrides, namespace)
     check_runner_numbers(runner_cfg, args.num_envs)
     resumed = None if args.resume is None else read_resume_model(args.resume)
     carried = None if resumed is None else resumed_infos(args.resume, resumed)  # refused before building
+    check_ppo_out(args.out, args.resume, args.overwrite)
     if args.export != "none":
         from unilab_rl.export import ExportError, check_export_packages
 
@@ -297,6 +353,8 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
                 env.load_training_state(carried["env"])
             except ValueError as error:
                 raise UsageError(f"--resume {args.resume}: its env training state does not fit this env: {error}") from None
+        if args.overwrite:  # only now, every check passed
+            remove_old_run(args.out)
         args.out.mkdir(parents=True, exist_ok=True)  # only now: bad input above leaves no trace in --out
         runner.learn(args.iterations, init_at_random_ep_len=False)
         counters = runner.counters()

@@ -68,7 +68,8 @@ def build_parser(tasks: list[str] | None = None, backends: list[str] | None = No
     parser.add_argument("--config", type=Path, metavar="RUN_JSON",
                         help="run again what a run record (OUT/run.json) holds; flags and key=value given here win")
     parser.add_argument("--preset", help=f"start from a named preset: {', '.join(sorted(PRESETS))}")
-    parser.add_argument("--task", help=f"registered task (default {DEFAULTS['task']}; --list-tasks lists them)")
+    parser.add_argument("--task", help=f"registered task (default {DEFAULTS['task']}; --list-tasks lists them) or "
+                        "package.module:task_name, a task of your own package (the module is imported)")
     parser.add_argument("--backend", help=f"simulator backend (default {DEFAULTS['backend']})")
     parser.add_argument("--algo", help=f"one of: {', '.join(sorted(ALGORITHMS))} (default {DEFAULTS['algo']})")
     parser.add_argument("--num-envs", type=int, help=f"parallel envs (default {DEFAULTS['num_envs']})")

@@ -21,6 +21,7 @@ from unilab_rl.cli.overrides import env_namespace, split_overrides, validated
 from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir
 from unilab_rl.cli.run_record import apply_run_record, load_run_record
 from unilab_rl.cli.train_args import UsageError, apply_preset
+from unilab_rl.cli.trained_env import check_task
 from unilab_rl.goals import Goal, GoalError
 from unilab_rl.runner_config import RunnerConfig
 
@@ -63,8 +64,10 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
         raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
     if args.overwrite and args.resume is not None and args.resume.resolve().parent == args.out.resolve():
         raise UsageError(f"--overwrite would delete {args.resume}, the checkpoint --resume continues from")
-    if args.task not in tasks:
-        raise UsageError(f"unknown task {args.task!r}; valid: {', '.join(tasks)}")
+    try:
+        check_task(args.task, tasks)
+    except ValueError as error:  # unknown name; module:task whose module or task is missing
+        raise UsageError(str(error)) from None
     if backends is not None and args.backend not in backends:
         raise UsageError(f"--backend: unknown backend {args.backend!r}; valid: {', '.join(backends)}")
     try:

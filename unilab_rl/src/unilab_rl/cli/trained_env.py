@@ -15,6 +15,9 @@ from typing import Any
 
 from unilab_rl.contract import EnvFactory, RunnerEnv
 
+TASK_HELP = ("the checkpoint's task as package.module:task_name, for a run that recorded only the name of a task "
+             "its own module registers (default: as the checkpoint recorded it)")
+
 
 def recorded_env_overrides(recorded: Mapping[str, Any]) -> dict[str, Any]:
     """What the recorded run's env computed: its env overrides without execution settings."""
@@ -41,3 +44,30 @@ def build_env(factory: EnvFactory, task: str, overrides: Mapping[str, Any], *, b
     except (TypeError, ArithmeticError, IndexError, RuntimeError, MemoryError) as error:
         raise ValueError(f"the env could not be built (--backend {backend} --num-envs {num_envs}, task {task} "
                          f"with its env overrides): {type(error).__name__}: {error}") from None
+
+
+def check_task(task: str, tasks: list[str]) -> None:
+    """``--task``: one of ``tasks`` (the registered names), or ``package.module:task_name``, whose
+    module is imported here (it registers its tasks) and the task looked up. Raises ValueError
+    naming the module and the task (module not found, its import failed, no such task in it)."""
+    if ":" in task:
+        from unilab.registry import resolve_task
+
+        resolve_task(task)
+    elif task not in tasks:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(tasks)} (a task of your own package: "
+                         "--task package.module:task_name)")
+
+
+def with_task(recorded: Mapping[str, Any], task: str | None) -> Mapping[str, Any]:
+    """``recorded`` (a checkpoint's document) with its task looked up as ``--task`` says: a
+    ``package.module:task_name`` for a run that recorded only the name of a task its own module
+    registers. The name must be the recorded one."""
+    if task is None:
+        return recorded
+    from unilab.registry import resolve_task
+
+    name, recorded_name = resolve_task(task), str(recorded["task"]).rpartition(":")[2]
+    if name != recorded_name:
+        raise ValueError(f"--task {task}: the checkpoint was trained on task {recorded['task']!r}, not {name!r}")
+    return {**recorded, "task": task}
