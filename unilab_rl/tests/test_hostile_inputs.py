@@ -125,3 +125,32 @@ def test_a_json_output_that_is_not_a_regular_file_or_new_is_refused_before_train
     assert stat.S_ISFIFO(os.lstat(path).st_mode) if kind == "fifo" else path.is_symlink()
     assert (target.read_text() == "precious\n") if kind == "link" else not target.exists()
     assert not out.exists()
+
+
+# --- PPO into a directory that holds a run ---------------------------------------------------
+
+def test_ppo_into_a_directory_holding_a_run_is_refused_unless_overwrite(tmp_path, capsys):
+    pytest.importorskip("rsl_rl")
+    import hashlib
+
+    out = tmp_path / "run"
+    assert ppo_cli.main(ppo_args(out, 1, "runner.save_interval=1"), factory=point_factory) == 0
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert ppo_cli.main(ppo_args(out, 2), factory=point_factory) == ppo_cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"unilab-ppo: error: --out {out} already holds a run (" in err and "--overwrite" in err, err
+    assert "model_0.pt" in err and "run.json" in err
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in out.iterdir() if p.is_file()} == before
+    # Resuming the directory's newest model into it continues that run.
+    model = out / json.loads((out / "run.json").read_text())["model"]
+    assert ppo_cli.main(ppo_args(out, 1, "--resume", str(model)), factory=point_factory) == 0
+    # --overwrite replaces the old run: none of its models is left beside the new one's.
+    assert ppo_cli.main(ppo_args(out, 1, "--overwrite"), factory=point_factory) == 0
+    assert sorted(p.name for p in out.glob("model_*.pt")) == ["model_0.pt"]
+    # A unilab-train run's directory is refused too (its run.json would be replaced).
+    train_dir = tmp_path / "train"
+    train_dir.mkdir()
+    (train_dir / "checkpoint.pt").write_bytes(b"x")
+    assert ppo_cli.main(ppo_args(train_dir, 1), factory=point_factory) == ppo_cli.EXIT_BAD_INPUT
+    assert "already holds a run (checkpoint.pt)" in capsys.readouterr().err
