@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Overrides: key=value; runner.<key> or a key under one of " + ", ".join(sorted(DEFAULT_RUNNER_CFG))
                + " edits the rsl_rl runner config, env.<key> or another key of the task's config is an env "
                "override; a bare key both name is refused, as is one neither has.")
-    parser.add_argument("--task", default="g1_walk_flat")
+    parser.add_argument("--task", default="g1_walk_flat",
+                        help="registered task or package.module:task_name (the module is imported)")
     parser.add_argument("--backend", default=None, help="default: mujoco; with --play, the run's backend")
     parser.add_argument("--num-envs", type=int, default=None, help="default: 64; with --play, 16")
     parser.add_argument("--device", default=None, help="torch device; default: the env decides")
@@ -304,7 +305,11 @@ def train_ppo(args: argparse.Namespace, factory: EnvFactory) -> int:
     args.num_envs = 64 if args.num_envs is None else args.num_envs
     if args.iterations < 1 or args.num_envs < 1:
         raise UsageError("--iterations and --num-envs must be >= 1")
-    runner_cfg, env_overrides = split_ppo_overrides(args.overrides, env_namespace(args.task))
+    try:
+        namespace = env_namespace(args.task)  # imports a package.module:task_name's module
+    except ValueError as error:  # its module is missing, fails to import or lacks the task
+        raise UsageError(str(error)) from None
+    runner_cfg, env_overrides = split_ppo_overrides(args.overrides, namespace)
     check_runner_numbers(runner_cfg, args.num_envs)
     resumed = None if args.resume is None else read_resume_model(args.resume)
     carried = None if resumed is None else resumed_infos(args.resume, resumed)  # refused before building
