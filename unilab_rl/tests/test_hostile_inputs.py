@@ -154,3 +154,30 @@ def test_ppo_into_a_directory_holding_a_run_is_refused_unless_overwrite(tmp_path
     (train_dir / "checkpoint.pt").write_bytes(b"x")
     assert ppo_cli.main(ppo_args(train_dir, 1), factory=point_factory) == ppo_cli.EXIT_BAD_INPUT
     assert "already holds a run (checkpoint.pt)" in capsys.readouterr().err
+
+
+# --- SIGINT before the training loop's handler -----------------------------------------------
+
+@pytest.mark.slow  # six launches, ~14 s on 2 cores
+def test_sigint_during_start_up_ends_the_process_before_training(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("unilab")
+    codes = []
+    for trial, delay in enumerate((0.1, 0.2, 0.25, 0.3, 0.4, 0.6)):  # inside `import torch`, and after it
+        out = tmp_path / f"run{trial}"
+        command = [sys.executable, "-m", "unilab_rl.cli.train", "--task", "g1_walk_flat", "--backend", "mujoco",
+                   "--num-envs", "2", "--steps", "200", "--out", str(out), "--no-progress", "--no-tensorboard",
+                   "--algo", "fastsac", "batch_size=32", "learning_starts=64", "actor_width=16", "critic_width=16"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        codes.append(process.returncode)
+        # Killed by the signal (before Python's own start-up finished) or exit 130; never trained.
+        assert process.returncode in (130, -signal.SIGINT), (delay, process.returncode, err[-2000:])
+        assert not (out / "checkpoint.pt").exists() and not (out / "summary.json").exists(), delay
+    assert 130 in codes

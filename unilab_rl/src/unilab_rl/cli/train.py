@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from unilab_rl import distributed
+from unilab_rl import distributed, early_signals
 from unilab_rl.algorithms import build_agent, update_metric_names
 from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli import seeds as seeds_cli
@@ -222,6 +222,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
     rank = distributed.rank_from_environment()  # set by torchrun; None for a plain run
     is_main = rank is None or rank.is_main
     plan = prepare(args, tasks, check_out=is_main, backends=backends)
+    early_signals.check()  # a SIGINT during start-up (the imports included) ends it here: exit 130
     if check is not None:
         check(args)
     seed = args.seed + (0 if rank is None else rank.rank)  # each rank explores differently
@@ -234,6 +235,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
         print(f"unilab-train: building {args.num_envs} envs of {args.task} on {args.backend}", flush=True)
     build_started = time.perf_counter()
     env = build_env(factory, args, device, seed, plan["env_overrides"])
+    early_signals.check()
     startup_phases = {"env_build_s": time.perf_counter() - build_started}  # the rest (checks too): other_s
     sink = agent = lock = stopper = None
     # A bar redraws one line with carriage returns: right on a terminal, one garbled line in
@@ -259,6 +261,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
         agent, runner = build_learning(env, spec, args, plan, rank, startup_phases)
         # From here a SIGINT/SIGTERM stops the run at its first step with a checkpoint (the
         # files below, and a data-parallel peer still starting, may come after the signal).
+        early_signals.settle()  # exit 130 if interrupted so far; else the loop's handler takes SIGINT
         stopper = StopOnSignal(runner)
         if is_main:  # every check has passed: from here on this run owns --out
             try:
@@ -351,6 +354,8 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
     if args.list_tasks:
         print("\n".join(tasks))
         return 0
+    if args.seeds is not None or args.nproc > 1:  # the launched processes handle SIGINT themselves
+        early_signals.settle()
     if args.seeds is not None:  # each seed's process runs this command with --seed K, --eval included
         return seeds_cli.run_side_by_side(args.seeds, args.out, argv, tasks, backends)
 
