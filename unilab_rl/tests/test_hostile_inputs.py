@@ -181,3 +181,34 @@ def test_sigint_during_start_up_ends_the_process_before_training(tmp_path):
         assert process.returncode in (130, -signal.SIGINT), (delay, process.returncode, err[-2000:])
         assert not (out / "checkpoint.pt").exists() and not (out / "summary.json").exists(), delay
     assert 130 in codes
+
+
+# --- a full disk -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["oserror", "torch runtimeerror"])
+def test_a_save_on_a_full_disk_names_the_file_and_keeps_the_earlier_checkpoint(tmp_path, capsys, monkeypatch, form):
+    import errno
+
+    from test_cli import TINY_TOKENS, base_args, run_train
+    from unilab_rl.checkpoint import load_checkpoint
+
+    out = tmp_path / "run"
+    real_save, saves = torch.save, []
+
+    def full_after_the_first(obj, stream, *args, **kwargs):
+        saves.append(1)
+        if len(saves) == 1:
+            return real_save(obj, stream, *args, **kwargs)
+        stream.write(b"partial")
+        if form == "oserror":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 1152 vs 1046")
+
+    monkeypatch.setattr(torch, "save", full_after_the_first)
+    tokens = [t for t in TINY_TOKENS if not t.startswith("checkpoint_every")] + ["checkpoint_every=10"]
+    capsys.readouterr()
+    assert run_train(base_args(out) + tokens) == 1
+    err = capsys.readouterr().err
+    assert f"unilab-train: error: no space left on device writing {out / 'checkpoint.pt'}" in err, err
+    assert load_checkpoint(out / "checkpoint.pt")["counters"]  # the earlier save is intact
+    assert not list(out.glob(".checkpoint*.tmp"))  # the partial temporary file is removed
