@@ -296,3 +296,11 @@ def test_step_is_ordered_with_torch_work_on_a_side_stream(builtin_model):
         assert b.capabilities.has(Feature.GRAPH_CAPTURE)
     finally:
         b.close()
+
+
+def test_on_warps_cpu_device_it_warns_once_naming_the_mujoco_backend(builtin_model, monkeypatch, capsys):
+    monkeypatch.setattr(mjwarp, "_WARNED_CPU", False)
+    for _ in range(2):
+        unisim.create_backend("mjwarp", model=builtin_model, num_envs=1, device="cpu")
+    err = capsys.readouterr().err
+    assert err.count("Warp's CPU device") == 1 and "--backend mujoco" in err

@@ -76,6 +76,7 @@ class GoalTracker:
         self.first_met_wall_s: float | None = None
         self.intervals = 0
         self.learning_rates: dict[str, list[float]] = {}
+        self.rates: list[float] = []  # perf/env_steps_per_s of every interval (the closing line's median)
 
     def all_met(self) -> bool:
         return bool(self.goals) and all(g.met(self.last.get(g.metric)) for g in self.goals)
@@ -85,6 +86,8 @@ class GoalTracker:
         self.last.update(metrics)
         if self.first_met_wall_s is None and self.all_met():
             self.first_met_wall_s = wall_s
+        if "perf/env_steps_per_s" in metrics:
+            self.rates.append(metrics["perf/env_steps_per_s"])
         if metrics.get("progress/updates", 0) > 0:
             # The first learning interval also holds compiles and graph captures; the median
             # discounts it.

@@ -172,8 +172,8 @@ class OffPolicyRunner:
         if interval_steps:
             last_metrics = self._flush(interval_steps / max(time.perf_counter() - interval_start, 1e-9))
             self._emit(last_metrics, wall_s)
-        if bar is not None:
-            bar.close()
+        if bar is not None:  # closed where the run ended: full on its budget, else at the reached fraction
+            self._close_bar(bar, wall_s, max_seconds, interrupted)
         checkpoint = None
         if self.out_dir is not None:
             checkpoint = self.out_dir / "checkpoint.pt"
@@ -278,6 +278,14 @@ class OffPolicyRunner:
             postfix["ep_len"] = f"{metrics['collector/episode_length']:.0f}"
         bar.set_postfix(postfix, refresh=False)
         bar.refresh()
+
+    def _close_bar(self, bar: Any, wall_s: float, max_seconds: float | None, interrupted: bool) -> None:
+        reached = self.env_steps if max_seconds is None else int(wall_s)
+        bar.n = bar.total if not interrupted else min(reached, bar.total)
+        if interrupted:
+            bar.set_description("interrupted", refresh=False)
+        bar.refresh()
+        bar.close()
 
     # ---- checkpoints ----------------------------------------------------------------------
     def checkpoint_payload(self) -> dict[str, Any]:

@@ -71,7 +71,9 @@ PROTOCOL_SETTINGS = ("episode_length_s",)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unilab-eval",
-                                     description="Run the task's evaluation of a checkpoint or an exported policy.")
+                                     description="Run the task's evaluation of a checkpoint or an exported policy.",
+                                     epilog=f"Exit codes: 0 passed on every backend (of several checkpoints, the "
+                                            f"last), {EXIT_FAILED} a case failed, {EXIT_BAD_INPUT} bad input.")
     judged = parser.add_mutually_exclusive_group(required=True)
     judged.add_argument("--checkpoint", type=Path,
                         help="a checkpoint file, or a run directory (its snapshots, then checkpoint.pt)")
@@ -80,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "folder of them (policy-<S>s.onnx ..., then policy.onnx)")
     parser.add_argument("--task", help="evaluate on this task's protocol (default: the checkpoint's task)")
     parser.add_argument("--backends", help="comma-separated backends (default: the one the checkpoint trained on)")
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--device", default=None, help="torch device of the env and the policy (default: the env "
+                                                         "decides; the one GPU if visible)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the evaluation's envs (default 1)")
     parser.add_argument("--out", type=Path, help="write report.json and report.png here")
     parser.add_argument("--no-plot", action="store_true", help="write report.json only (no matplotlib needed)")
     parser.add_argument("--latest-actor", action="store_true",
@@ -159,7 +162,9 @@ def evaluate(args: argparse.Namespace) -> int:
             print(f"  {row['checkpoint']:24s} {trained_s:>7s} s {row['trained_env_steps']:>12d} env steps  "
                   f"{cells}")
     if args.out is not None:  # one file to read a run by, however many checkpoints it kept
-        write_json_atomic(args.out / "over-time.json", {"run": str(args.checkpoint), "evaluated_on": evaluation.task,
+        judged = {"run": None if args.checkpoint is None else str(args.checkpoint),  # null for --policy, not "None"
+                  "policy": None if args.policy is None else str(args.policy)}
+        write_json_atomic(args.out / "over-time.json", {**judged, "evaluated_on": evaluation.task,
                                                         "seed": args.seed, "checkpoints": over_time})
     last = over_time[-1]
     return 0 if all(last[b]["passed"] for b in backends) else EXIT_FAILED

@@ -73,10 +73,13 @@ def parse_tokens(tokens: Iterable[str]) -> dict[str, str]:
     return dict(parse_token(token) for token in tokens)
 
 
-def route(tokens: Iterable[str], namespaces: list[Namespace]) -> dict[str, dict[str, str]]:
+def route(tokens: Iterable[str], namespaces: list[Namespace],
+          flags: Iterable[str] = ()) -> dict[str, dict[str, str]]:
     """Each token's key and value under the namespace it names (see the module docstring), in
     order, a later token of the same setting winning; an OverrideError names a key that is
-    ambiguous, misplaced or unknown."""
+    ambiguous, misplaced or unknown, and a bare key that is the name of one of the command's
+    ``flags`` (``--num-envs``: ``num_envs=...``) and no setting, naming the flag."""
+    flag_of = {flag.lstrip("-").replace("-", "_"): flag for flag in flags}
     by_name = {namespace.name: namespace for namespace in namespaces}
     routed: dict[str, dict[str, str]] = {namespace.name: {} for namespace in namespaces}
     for token in tokens:
@@ -88,6 +91,9 @@ def route(tokens: Iterable[str], namespaces: list[Namespace]) -> dict[str, dict[
                 raise OverrideError(f"override {key!r}: unknown {namespace.what} key {rest!r}"
                                     + _hint(rest, namespaces, namespace))
         else:
+            if key in flag_of and not any(n.keys is not None and n.names(key) for n in namespaces):
+                raise OverrideError(f"override {token!r}: {key} is the {flag_of[key]} flag, not an override; "
+                                    f"write {flag_of[key]} {value}")
             namespace, rest = _owner(key, namespaces), key
         routed[namespace.name][rest] = value
     return routed
@@ -144,12 +150,13 @@ def _children(namespace: Namespace, parent: str) -> list[str]:
 
 
 def split_overrides(tokens: list[str], algo_config: type[BaseModel], runner_config: type[BaseModel],
-                    env: Namespace | None = None) -> SplitOverrides:
+                    env: Namespace | None = None, flags: Iterable[str] = ()) -> SplitOverrides:
     """A training command's overrides for the algorithm, the runner and the env (``env``: its
-    settings, e.g. ``env_namespace(task)``; None: not known here, the factory checks them)."""
+    settings, e.g. ``env_namespace(task)``; None: not known here, the factory checks them);
+    ``flags``: the command's flags, which a bare key may not name (see ``route``)."""
     routed = route(tokens, [fields_namespace("algo", "algorithm", algo_config),
                             fields_namespace("runner", "runner", runner_config),
-                            env or Namespace("env", "env", None)])
+                            env or Namespace("env", "env", None)], flags)
     return SplitOverrides(routed["algo"], routed["runner"], routed["env"])
 
 

@@ -67,6 +67,9 @@ class TrainingPreset(BaseModel):
     num_envs: int = Field(ge=1)
     entries: dict[str, PresetEntry]  # algorithm -> its entry
     goals: tuple[str, ...] = ()
+    # Runs on a CUDA GPU as written (its backend, env count, graphs, learning beside collection):
+    # refused up front on a machine without one unless the command line changes the backend.
+    needs_cuda: bool = True
 
     @model_validator(mode="after")
     def _entries_fit_their_algorithms_and_the_task(self) -> TrainingPreset:

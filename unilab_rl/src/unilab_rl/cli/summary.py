@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 from unilab_rl.cli.metrics_sink import shown_metrics, write_json_atomic
 from unilab_rl.cli.process_clock import python_writes_bytecode
 from unilab_rl.goals import GoalTracker
+
+ONCE = ("updates", "env_steps_per_s")  # of the shown metrics, those the closing line gives in its own form
 
 
 def write_summary(args: argparse.Namespace, result: Any, tracker: GoalTracker, started: float,
@@ -57,8 +60,13 @@ def warn_altered_physics(simulator: dict[str, Any], num_envs: int, prog: str = "
 
 
 def print_summary(result: Any, tracker: GoalTracker) -> None:
+    # Each figure once: the counters from the result, the rate as the median over the run's log
+    # intervals (the last interval is partial and often short: its rate is noise).
     parts = [f"env_steps={result.env_steps}", f"updates={result.updates}", f"wall={result.wall_s:.1f}s"]
-    parts += [f"{k}={v:.3f}" for k, v in shown_metrics(tracker.last).items()]
+    if tracker.rates:
+        parts.append(f"env_steps_per_s={statistics.median(tracker.rates):.0f} (median of {len(tracker.rates)} "
+                     f"log interval{'s' if len(tracker.rates) != 1 else ''})")
+    parts += [f"{k}={v:.3f}" for k, v in shown_metrics(tracker.last).items() if k not in ONCE]
     print("unilab-train: " + ("interrupted, " if result.interrupted else "done, ") + " ".join(parts))
     if result.first_learning_s is not None:
         print(f"unilab-train: the first updates were issued {result.first_learning_s:.1f} s into training "

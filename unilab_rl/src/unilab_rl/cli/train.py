@@ -59,7 +59,6 @@ import torch
 
 from unilab_rl import distributed, early_signals
 from unilab_rl.algorithms import build_agent, update_metric_names
-from unilab_rl.atomic_file import DiskFull
 from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli import seeds as seeds_cli
 from unilab_rl.cli import train_eval
@@ -74,9 +73,10 @@ from unilab_rl.cli.run_record import (
     git_commit,
     versions,
 )
+from unilab_rl.cli.show_config import resolved_config_text
 from unilab_rl.cli.stopping import StopOnSignal
 from unilab_rl.cli.summary import write_summary
-from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError
+from unilab_rl.cli.train_args import DEFAULT_STEPS, UsageError, check_preset_device
 from unilab_rl.cli.train_command import BAD_INPUT, EXIT_BAD_INPUT, build_parser, parse_command
 from unilab_rl.cli.train_plan import prepare
 from unilab_rl.collector import COLLECTOR_METRICS
@@ -224,6 +224,7 @@ def train(args: argparse.Namespace, factory: EnvFactory, tasks: list[str], backe
     is_main = rank is None or rank.is_main
     plan = prepare(args, tasks, check_out=is_main, backends=backends)
     early_signals.check()  # a SIGINT during start-up (the imports included) ends it here: exit 130
+    check_preset_device(args, torch.cuda.is_available())
     if check is not None:
         check(args)
     seed = args.seed + (0 if rank is None else rank.rank)  # each rank explores differently
@@ -365,6 +366,9 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
             train_eval.check_evaluation(resolved.task, resolved.out, eval_options)
 
     try:
+        if args.show_config:  # resolved and printed; nothing built or written
+            print(resolved_config_text(args, prepare(args, tasks, check_out=False, backends=backends)))
+            return 0
         if args.nproc < 1:
             raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
         if distributed.rank_from_environment() is not None and (args.nproc > 1 or args.eval):
@@ -383,9 +387,6 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
     except LearnerDiverged as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_DIVERGED
-    except DiskFull as error:  # a save after training started: exit 1, the file named
-        print(f"unilab-train: error: {error}", file=sys.stderr)
-        return 1
     if code != 0 or not args.eval:
         return code
     return train_eval.judge_run(args.out, eval_options)

@@ -40,6 +40,26 @@ def apply_preset(args: argparse.Namespace) -> None:
     args.goal = [*preset.goals, *args.goal]
 
 
+# The flags a bare override key may not name (``num_envs=64`` is ``--num-envs 64``).
+FLAGS = ("--task", "--backend", "--algo", "--num-envs", "--device", "--seed", "--steps", "--minutes", "--out",
+         "--resume", "--preset", "--config", "--nproc", "--torch-threads", "--goal", "--overwrite")
+
+# What a GPU preset's run becomes on a machine without CUDA (docs/training.md's quick start).
+CPU_COMMAND = "--backend mujoco --algo fastsac --num-envs 32 --minutes 5 (docs/training.md, Quick start)"
+
+
+def check_preset_device(args: argparse.Namespace, cuda_available: bool) -> None:
+    """A GPU preset (mjwarp, 4096 envs) on a machine without CUDA is refused before
+    anything is built, with the CPU command, instead of one missing setting at a time after
+    the envs are built."""
+    if args.preset is None or cuda_available:
+        return
+    preset = lookup_preset(args.preset)
+    if preset.needs_cuda and args.backend == preset.backend:  # a backend of the command line's own: its checks
+        raise UsageError(f"preset {args.preset} needs a CUDA GPU ({preset.backend}, {preset.num_envs} envs) and this "
+                         f"machine has none; on a CPU use --task {preset.task} {CPU_COMMAND}")
+
+
 def build_parser(tasks: list[str] | None = None, backends: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser; ``tasks`` and ``backends``, when given, are listed in ``--help``."""
     lists = [f"algorithms: {', '.join(sorted(ALGORITHMS))}", f"presets: {', '.join(sorted(PRESETS))}"]
@@ -59,12 +79,16 @@ def build_parser(tasks: list[str] | None = None, backends: list[str] | None = No
             "A bare key is taken where it names one setting of the three (batch_size=4096,",
             "episode_length_s=10); one both the algorithm and the env have is refused (cuda_graph:",
             "write algo.cuda_graph or env.cuda_graph), as is an unknown one, naming the nearest key.",
+            "--show-config prints every algo.<field> and runner.<field> with the value this command resolves.",
             "",
             "Precedence: command line > --resume checkpoint > --config record > --preset > defaults.",
             "Every run writes OUT/run.json (resolved configuration, versions, git commit); --config runs it again.",
             "Exit codes: 0 done, 2 bad input (nothing written), 3 the learner diverged, 130 SIGINT, 143 SIGTERM.",
         ]))
     parser.add_argument("--list-tasks", action="store_true", help="print the registered tasks and exit")
+    parser.add_argument("--show-config", action="store_true",
+                        help="print the resolved configuration (task, backend, every algo.<field> and runner.<field> "
+                             "with its value, the env overrides) and exit without building an env")
     parser.add_argument("--config", type=Path, metavar="RUN_JSON",
                         help="run again what a run record (OUT/run.json) holds; flags and key=value given here win")
     parser.add_argument("--preset", help=f"start from a named preset: {', '.join(sorted(PRESETS))}")

@@ -20,7 +20,7 @@ from unilab_rl.checkpoint import check_same_task, load_checkpoint
 from unilab_rl.cli.overrides import env_namespace, split_overrides, validated
 from unilab_rl.cli.run_dir import RunDirError, check_file_target, check_run_dir
 from unilab_rl.cli.run_record import apply_run_record, load_run_record
-from unilab_rl.cli.train_args import UsageError, apply_preset
+from unilab_rl.cli.train_args import FLAGS, UsageError, apply_preset
 from unilab_rl.cli.trained_env import check_task
 from unilab_rl.goals import Goal, GoalError
 from unilab_rl.runner_config import RunnerConfig
@@ -75,7 +75,7 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
     except GoalError as error:
         raise UsageError(str(error)) from None
     algorithm = lookup(args.algo)
-    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig, env_namespace(args.task))
+    split = split_overrides(args.overrides, algorithm.config_class, RunnerConfig, env_namespace(args.task), FLAGS)
     base_algo: dict[str, Any] = bases["algo"]
     env_overrides = {**bases["env"], **split.env}
     if document is not None:

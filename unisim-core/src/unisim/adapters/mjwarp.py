@@ -44,6 +44,7 @@ Trade-offs, decided here:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,21 @@ OPTIONS = ("nconmax", "njmax", "graph", "validate")
 CONTACT_FILTERS = frozenset(ContactFilter)
 
 
+_WARNED_CPU = False
+
+
+def warn_cpu_device() -> None:
+    """Say once per process that mjwarp runs on Warp's CPU device, where the mujoco backend
+    (MuJoCo C, threaded) is the faster choice: about 4.4x on the G1 walking task."""
+    global _WARNED_CPU
+    if _WARNED_CPU:
+        return
+    _WARNED_CPU = True
+    print("unisim: warning: the mjwarp backend is running on Warp's CPU device (no CUDA device here, or device "
+          "cpu); the mujoco backend is the faster CPU choice (about 4x on the G1): --backend mujoco",
+          file=sys.stderr, flush=True)
+
+
 def make(model: str | Path, num_envs: int, device: str | torch.device | None = None,
          contact_sensors: tuple[ContactSensorSpec, ...] = (), height_scans: tuple[HeightScanSpec, ...] = (),
          **options) -> MjWarpBackend:
@@ -121,7 +137,10 @@ def make(model: str | Path, num_envs: int, device: str | torch.device | None = N
     check_sensor_kinds(mjmodel, SENSOR_KINDS, "mjwarp")
     plan = resolve_contact_sensors(contact_sensors, mjmodel, CONTACT_FILTERS, "mjwarp")
     scans = resolve_height_scans(height_scans, mjmodel, "mjwarp", declared=True)
-    return MjWarpBackend(mjmodel, num_envs, resolve_device(device), nconmax=options.get("nconmax"),
+    resolved = resolve_device(device)
+    if resolved.type == "cpu":
+        warn_cpu_device()
+    return MjWarpBackend(mjmodel, num_envs, resolved, nconmax=options.get("nconmax"),
                          njmax=options.get("njmax"), graph=graph, validate=options.get("validate", True),
                          contact_plan=plan, scan_plan=scans)
 
