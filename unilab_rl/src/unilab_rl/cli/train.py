@@ -59,6 +59,7 @@ import torch
 
 from unilab_rl import distributed, early_signals
 from unilab_rl.algorithms import build_agent, update_metric_names
+from unilab_rl.atomic_file import DiskFull
 from unilab_rl.checkpoint import CheckpointError
 from unilab_rl.cli import seeds as seeds_cli
 from unilab_rl.cli import train_eval
@@ -387,6 +388,9 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
     except LearnerDiverged as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_DIVERGED
+    except DiskFull as error:  # a save after training started: exit 1, the file named
+        print(f"unilab-train: error: {error}", file=sys.stderr)
+        return 1
     if code != 0 or not args.eval:
         return code
     return train_eval.judge_run(args.out, eval_options)
