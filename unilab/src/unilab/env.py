@@ -334,7 +334,8 @@ class ManagerBasedRlEnv:
             # First: a curriculum reads the ended episodes (how far each env walked, what its command
             # asked) before the commands resample and the events write new starts. A reset outside a
             # step cuts episodes rather than ending them, and moves no curriculum.
-            self.curriculum_manager.reset(done)
+            if self.curriculum_manager.resetting:
+                self.curriculum_manager.reset(done)
         self.reward_manager.reset(done, metrics)
         self.termination_manager.reset(done, metrics)
         self.sensor_manager.reset(done)

@@ -28,11 +28,8 @@ def index_or_slice(indices: list[int]) -> slice | torch.Tensor | list[int]:
     return indices
 
 
-def _configured(views, name: str, owner: str, what: str):
-    """The view ``name`` of a mapping of requested views, or an error naming the configured ones."""
-    if name not in views:
-        raise ValueError(f"{owner}: unknown {what} {name!r}; configured: {sorted(views)}")
-    return views[name]
+def _unknown(views, name: str, owner: str, what: str) -> ValueError:
+    return ValueError(f"{owner}: unknown {what} {name!r}; configured: {sorted(views)}")
 
 
 class RobotState:
@@ -230,12 +227,19 @@ class RobotState:
     def contact(self, name: str, owner: str):
         """The live contact view ``name`` (``force_w`` (N, n, 3), ``in_contact`` (N, n)) the
         env asked the backend for under ``EnvCfg.contact_sensors``."""
-        return _configured(self.views.contacts, name, owner, "contact sensor")
+        # Read by terms every step: the lookup stays inline, the error path is the helper.
+        views = self.views.contacts
+        if name in views:
+            return views[name]
+        raise _unknown(views, name, owner, "contact sensor")
 
     def height_scan(self, name: str, owner: str):
         """The live height scan ``name`` (``distance``, ``hit``, ``hit_z_w``, each (N, nray)) the
         env asked the backend for under ``EnvCfg.height_scans``."""
-        return _configured(self.views.height_scans, name, owner, "height scan")
+        views = self.views.height_scans
+        if name in views:
+            return views[name]
+        raise _unknown(views, name, owner, "height scan")
 
     def cached(self, key: str, fn) -> torch.Tensor:
         """Share a term-defined derived quantity for the current state."""

@@ -13,6 +13,8 @@ from unilab.managers.base import build_term, reset_terms
 class CurriculumManager:
     def __init__(self, cfg: dict[str, CurriculumTermCfg], env) -> None:
         self.terms = [build_term("curriculum", n, tc, env) for n, tc in cfg.items()]
+        # The terms that act in the reset transaction; the env calls reset() only when there are any.
+        self.resetting = [t for t in self.terms if t.reset is not None]
         self.state: dict[str, float] = {}
 
     def update(self, env) -> None:
@@ -22,4 +24,4 @@ class CurriculumManager:
                 self.state.update({f"curriculum/{t.name}/{k}": float(v) for k, v in out.items()})
 
     def reset(self, done) -> None:
-        reset_terms(self.terms, done)
+        reset_terms(self.resetting, done)

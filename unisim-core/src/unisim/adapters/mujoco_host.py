@@ -314,7 +314,8 @@ class MujocoHostBackend(SimBackend):
                 # rewritten by the next physics step.
                 self._public.copy_(self._host, non_blocking=True)
             self._publish_in_contact()
-            self._publish_hits()
+            if self._scans:
+                self._publish_hits()
             return
         # Written rows: no contact solve has run for the new state, so contacts are cleared; their
         # height scans are cast at the new state.
@@ -326,7 +327,8 @@ class MujocoHostBackend(SimBackend):
             rows_t = torch.from_numpy(idx).to(self.device)
             self._public.index_copy_(0, rows_t, torch.from_numpy(rows_np.astype(np.float32)).to(self.device))
         self._publish_in_contact()
-        self._publish_hits()
+        if self._scans:
+            self._publish_hits()
 
     def _cast(self, pub_sensordata: np.ndarray) -> np.ndarray:
         """(n, 2 * rays) float64: every scan's distances then hit heights, for the rows whose
