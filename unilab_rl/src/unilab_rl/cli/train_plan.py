@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from unilab_rl.goals import Goal, GoalError
 from unilab_rl.runner_config import RunnerConfig
 
 SEED_MAX = 2**62  # torch and the env RNG take 64-bit seeds; ranks add their index
+MAX_TORCH_THREADS = os.cpu_count() or 1
 # A resumed run takes these from its checkpoint unless the command line gives them.
 FROM_CHECKPOINT = ("task", "backend", "algo", "seed")
 
@@ -60,8 +62,11 @@ def prepare(args: argparse.Namespace, tasks: list[str], check_out: bool = True,
         raise UsageError(f"--minutes must be a finite number > 0, got {args.minutes}")
     if not 0 <= args.seed <= SEED_MAX:
         raise UsageError(f"--seed must be an integer in [0, 2**62], got {args.seed}")
-    if args.torch_threads is not None and args.torch_threads < 1:
-        raise UsageError(f"--torch-threads must be >= 1, got {args.torch_threads}")
+    if args.torch_threads is not None and not 1 <= args.torch_threads <= MAX_TORCH_THREADS:
+        # More threads than CPUs buys nothing, and far more makes the OpenMP runtime crash
+        # creating them, so the bound is checked here, before any work.
+        raise UsageError(f"--torch-threads must be in [1, {MAX_TORCH_THREADS}] (this machine's CPUs), "
+                         f"got {args.torch_threads}")
     if args.overwrite and args.resume is not None and args.resume.resolve().parent == args.out.resolve():
         raise UsageError(f"--overwrite would delete {args.resume}, the checkpoint --resume continues from")
     try:
