@@ -304,6 +304,23 @@ def test_bad_env_values_on_the_real_env_are_exit_2_naming_them_with_nothing_crea
     assert not out.exists()
 
 
+def test_a_run_whose_every_transition_is_quarantined_stops_naming_the_term(tmp_path, capsys):
+    # A finite weight so large that the reward overflows: every row is quarantined, none is learnable.
+    pytest.importorskip("unilab")
+    out = tmp_path / "run"
+    argv = ["--task", "g1_walk_flat", "--backend", "mujoco", "--num-envs", "8", "--steps", "640", "--out", str(out),
+            "--no-progress", "--no-tensorboard", "batch_size=32", "learning_starts=64", "actor_width=16",
+            "critic_width=16", "runner.log_every=16", "episode_length_s=0.2",
+            "rewards.velocity.weights.alive=1e308"]
+    code = train_cli.main(argv)
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err, err
+    assert "all 128 transitions of the last log interval (env step 128) were quarantined" in err, err
+    # Episodes of 10 steps ended inside the interval, so the term's episode metric names it.
+    assert "reward/alive" in err, err
+    assert not (out / "checkpoint.pt").exists()  # stopped before any save: nothing learnt is kept
+
+
 # ---- 9. SIGTERM saves like the first Ctrl-C, then exits 143 ---------------------------------
 
 def test_sigterm_during_training_saves_a_checkpoint_and_exits_143(tmp_path, capsys):

@@ -41,6 +41,11 @@ class LearnerDiverged(RuntimeError):
     """A loss became NaN or inf: the learner's weights are no longer usable."""
 
 
+class EnvProducedNothing(RuntimeError):
+    """Every transition of a log interval was quarantined (non-finite observations or
+    rewards): the learner would train on nothing."""
+
+
 @dataclass(frozen=True)
 class RunIdentity:
     """What a checkpoint must carry to rebuild the same env and learner."""
@@ -98,6 +103,7 @@ class OffPolicyRunner:
         self.iterations = 0  # vectorized env steps
         self.updates = 0
         self.update_credit = 0.0
+        self.quarantined_rows_seen = 0.0  # the collector's running total at the last log interval
         self.elapsed_before_resume_s = 0.0
         self.session_started_at: float | None = None
         self.stop_requested = False
@@ -156,7 +162,7 @@ class OffPolicyRunner:
             interval_steps += self.spec.num_envs
             if self.iterations % self.config.log_every == 0:
                 now = time.perf_counter()
-                last_metrics = self._flush(interval_steps / max(now - interval_start, 1e-9))
+                last_metrics = self._flush(interval_steps / max(now - interval_start, 1e-9), interval_steps)
                 self._emit(last_metrics, now - start)
                 interval_start, interval_steps = now, 0
                 if bar is not None:
@@ -170,7 +176,8 @@ class OffPolicyRunner:
         self.join_learner()
         wall_s = time.perf_counter() - start
         if interval_steps:
-            last_metrics = self._flush(interval_steps / max(time.perf_counter() - interval_start, 1e-9))
+            last_metrics = self._flush(interval_steps / max(time.perf_counter() - interval_start, 1e-9),
+                                       interval_steps)
             self._emit(last_metrics, wall_s)
         if bar is not None:  # closed where the run ended: full on its budget, else at the reached fraction
             self._close_bar(bar, wall_s, max_seconds, interrupted)
@@ -244,7 +251,7 @@ class OffPolicyRunner:
         self.update_credit -= count
 
     # ---- logging --------------------------------------------------------------------------
-    def _flush(self, steps_per_s: float) -> dict[str, float]:
+    def _flush(self, steps_per_s: float, interval_rows: int = 0) -> dict[str, float]:
         self.join_learner()  # the loss sums are the learner stream's
         metrics: dict[str, float] = {"perf/env_steps_per_s": steps_per_s, "progress/updates": float(self.updates),
                                      "progress/replay_transitions": float(len(self.replay))}
@@ -256,7 +263,21 @@ class OffPolicyRunner:
             self.update_sums.clear()
             self.update_count = 0
         metrics.update({f"env/{k}": float(v) for k, v in self.env.flush_metrics().items()})
+        self._check_not_all_quarantined(metrics, interval_rows)
         return metrics
+
+    def _check_not_all_quarantined(self, metrics: dict[str, float], interval_rows: int) -> None:
+        """Stop when the env produced no usable transition over a whole log interval, naming the
+        env's metrics that were not finite (a reward term's, an observation's)."""
+        total = metrics.get("collector/quarantined_rows_total", 0.0)
+        new, self.quarantined_rows_seen = total - self.quarantined_rows_seen, total
+        if interval_rows <= 0 or new < interval_rows:
+            return
+        culprits = sorted(k for k, v in metrics.items() if not math.isfinite(v))
+        named = f"non-finite metrics: {', '.join(culprits[:8])}" if culprits else "no logged metric was non-finite"
+        raise EnvProducedNothing(
+            f"all {interval_rows} transitions of the last log interval (env step {self.env_steps}) were quarantined "
+            f"for non-finite observations or rewards ({named}); check the task's terms and overrides")
 
     def _emit(self, metrics: dict[str, float], wall_s: float) -> None:
         if self.sink is not None:

@@ -84,7 +84,14 @@ from unilab_rl.collector import COLLECTOR_METRICS
 from unilab_rl.contract import ContractViolation, EnvFactory, EnvSpec, RunnerEnv
 from unilab_rl.goals import GoalError, GoalTracker, check_known
 from unilab_rl.learner import drop_update_graphs
-from unilab_rl.runner import LOSS_METRIC_PREFIX, TIMED_PHASES, LearnerDiverged, OffPolicyRunner, RunIdentity
+from unilab_rl.runner import (
+    LOSS_METRIC_PREFIX,
+    TIMED_PHASES,
+    EnvProducedNothing,
+    LearnerDiverged,
+    OffPolicyRunner,
+    RunIdentity,
+)
 from unilab_rl.threads import apply_thread_policy
 
 EXIT_INTERRUPTED = 130  # SIGINT
@@ -388,7 +395,7 @@ def main(argv: list[str] | None = None, factory: EnvFactory | None = None, tasks
     except LearnerDiverged as error:
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return EXIT_DIVERGED
-    except DiskFull as error:  # a save after training started: exit 1, the file named
+    except (DiskFull, EnvProducedNothing) as error:  # after training started: exit 1, the cause named
         print(f"unilab-train: error: {error}", file=sys.stderr)
         return 1
     if code != 0 or not args.eval:
