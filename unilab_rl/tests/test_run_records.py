@@ -86,6 +86,21 @@ def test_config_keeps_the_run_directory_guarantees(tmp_path, capsys):
     assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
 
 
+@pytest.mark.parametrize(("field", "value"), [
+    ("num_envs", "8"), ("seed", "zero"), ("budget", None), ("env_overrides", ["a"]), ("algo_config", [1, 2]),
+    ("runner_config", 3), ("goals", "x"), ("task", 3), ("num_envs", True),
+])
+def test_config_with_a_field_of_the_wrong_type_is_refused_naming_it(tmp_path, capsys, field, value):
+    first_run(tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    record[field] = value
+    (tmp_path / "edited.json").write_text(json.dumps(record))
+    assert run_train(["--config", str(tmp_path / "edited.json"), "--out", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert f"the run record's fields have the wrong types ({field}=" in err and "Traceback" not in err, err
+    assert not (tmp_path / "again").exists()
+
+
 def test_resume_takes_the_algorithm_and_the_run_from_the_checkpoint(tmp_path):
     out = tmp_path / "run"
     first_run(out, algo="fastsac")

@@ -27,12 +27,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
+
 RECORD_NAME = "run.json"
 RECORD_FORMAT = "unilab_rl.run"
 RECORD_FORMAT_VERSION = 1
 PACKAGES = ("torch", "mujoco", "mujoco-warp", "warp-lang", "genesis-world", "unisim-core", "unilab", "unilab-rl")
 # Fields --config takes when the command line leaves them unset (argparse's None).
 TAKEN_FLAGS = ("task", "backend", "algo", "num_envs", "seed", "device")
+
+
+class RecordBudget(BaseModel):
+    steps: StrictInt | None = None
+    minutes: float | None = None
+
+
+class _RecordFields(BaseModel):
+    """The types of the fields ``--config`` applies; other fields are left as written."""
+
+    model_config = ConfigDict(extra="allow")
+
+    task: StrictStr
+    backend: StrictStr
+    algo: StrictStr
+    num_envs: StrictInt
+    seed: StrictInt
+    device: StrictStr | None = None
+    preset: StrictStr | None = None
+    budget: RecordBudget
+    algo_config: dict[str, Any]
+    runner_config: dict[str, Any]
+    env_overrides: dict[str, Any]
+    goals: list[StrictStr]
 
 
 class RunRecordError(ValueError):
@@ -85,6 +111,12 @@ def load_run_record(path: Path) -> dict[str, Any]:
                                "runner_config", "env_overrides", "goals") if key not in record]
     if missing:
         raise RunRecordError(f"--config {path}: the run record lacks {', '.join(missing)}")
+    try:
+        _RecordFields.model_validate(record)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}={e.get('input')!r}: {e['msg']}"
+                             for e in error.errors())
+        raise RunRecordError(f"--config {path}: the run record's fields have the wrong types ({problems})") from None
     return record
 
 
