@@ -250,6 +250,24 @@ def test_an_exported_policy_that_no_longer_fits_its_task_is_refused(exported, tm
     assert not (tmp_path / "e").exists()
 
 
+@pytest.mark.parametrize("damage", ["random bytes", "half a file"])
+def test_an_onnx_file_that_does_not_parse_is_bad_input(g1_checkpoint, tmp_path, capsys, damage):
+    pytest.importorskip("onnx")
+    from unilab_rl.cli import export as export_cli
+
+    good = tmp_path / "policy.onnx"
+    assert export_cli.main(["--checkpoint", str(g1_checkpoint), "--format", "onnx", "--out", str(good),
+                            "--verify-steps", "0"]) == 0
+    data = good.read_bytes()
+    bad = tmp_path / "bad.onnx"
+    noise = bytes((i * 7919 + 13) % 256 for i in range(5000))
+    bad.write_bytes(noise if damage == "random bytes" else data[: len(data) // 2])
+    assert eval_cli.main(["--policy", str(bad), "--out", str(tmp_path / "e"), *QUICK]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable ONNX file" in err and "Traceback" not in err, err
+    assert not (tmp_path / "e").exists()
+
+
 def test_a_file_that_is_not_an_exported_policy_is_bad_input(g1_checkpoint, tmp_path, capsys):
     assert eval_cli.main(["--policy", str(g1_checkpoint), "--out", str(tmp_path / "e"), *QUICK]) == 2
     assert "not an exported policy with metadata" in capsys.readouterr().err

@@ -136,7 +136,10 @@ def read_metadata(path: Path) -> dict[str, Any]:
     if path.suffix == SUFFIXES["onnx"]:
         import onnx
 
-        model = onnx.load(str(path), load_external_data=False)
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except Exception as error:  # noqa: BLE001 - a damaged file fails in protobuf's parser (DecodeError) or anywhere
+            raise ValueError(f"not a readable ONNX file ({type(error).__name__}: {error})") from None
         return {entry.key: json.loads(entry.value) for entry in model.metadata_props}
     extra = {METADATA_FILE: ""}
     with _without_deprecation_notices():
