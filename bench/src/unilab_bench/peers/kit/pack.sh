@@ -13,9 +13,9 @@
 #   PEERS_CPU_CHECK=1              add mjbatch-uni (unilab 1.5.2's MuJoCo CPU backend: its mjwarp one
 #                                  refuses a CPU device), for that CPU check only
 #   PEERS_OWN_WARP=1               also carry warp-lang 1.19.0 for mjlab (two more folders) instead of
-#                                  taking it from our own kit's .dev/p1 + .dev/p2 (../shared/device/pack.sh),
+#                                  taking it from our own env's wheel kit (.dev/p1 + .dev/p2),
 #                                  which the same session carries for our env anyway
-# NOTE: ../shared/device/pack.sh starts with `rm -rf .dev`: run it first, then this (cached: seconds).
+# NOTE: a packer that empties .dev/ for our own env's wheels runs first, then this (cached: seconds).
 #
 # Left out on purpose (not imported on the env-stepping path, or imported only if present):
 #   cffi (glfw imports it in try/except ImportError), torchrunx, onnxscript, lark, huggingface_hub
@@ -115,7 +115,7 @@ if [[ ${PEERS_OWN_WARP:-0} == 1 ]]; then
   split -b 55000000 "$xz119" "$CACHE/parts/warp-$WARP_MJLAB.xz."
   echo "mjlab warp $WARP_MJLAB warp-$WARP_MJLAB.xz.a?" >> "$manifest"
 else
-  echo "mjlab warp $WARP_MJLAB /tmp/stash/warp.xz.a? (our kit: .dev/p1 + .dev/p2, made by ../shared/device/pack.sh)" >> "$manifest"
+  echo "mjlab warp $WARP_MJLAB /tmp/stash/warp.xz.a? (our env's wheel kit: .dev/p1 + .dev/p2)" >> "$manifest"
 fi
 
 rm -rf "$OUT" && mkdir -p "$OUT"
