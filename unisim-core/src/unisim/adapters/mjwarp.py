@@ -110,13 +110,13 @@ _WARNED_CPU = False
 
 def warn_cpu_device() -> None:
     """Say once per process that mjwarp runs on Warp's CPU device, where the mujoco backend
-    (MuJoCo C, threaded) is the faster choice: about 4.4x on the G1 walking task."""
+    (MuJoCo C, threaded) is the faster choice: Warp's CPU device runs each kernel serially."""
     global _WARNED_CPU
     if _WARNED_CPU:
         return
     _WARNED_CPU = True
     print("unisim: warning: the mjwarp backend is running on Warp's CPU device (no CUDA device here, or device "
-          "cpu); the mujoco backend is the faster CPU choice (about 4x on the G1): --backend mujoco",
+          "cpu); the mujoco backend is the faster CPU choice: --backend mujoco",
           file=sys.stderr, flush=True)
 
 
