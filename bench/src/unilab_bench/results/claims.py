@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from unilab_bench.results import render
+from unilab_bench.results import formatting, render
 
 THOUSANDS = r"\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?k\b"
 PATTERNS = {
@@ -58,23 +58,23 @@ def record_texts(record: dict[str, Any]) -> list[str]:
     texts = []
     for value in f.values():
         if isinstance(value, dict) and {"min", "median", "max"} <= set(value):
-            texts += [render.rate(value[k]) for k in ("min", "median", "max")]
-            texts.append(render.rate_span([value["min"], value["max"]]))
+            texts += [formatting.rate(value[k]) for k in ("min", "median", "max")]
+            texts.append(formatting.rate_span([value["min"], value["max"]]))
     for key in ("ratio_to_raw", "ratio_to_replay", "compare_to_replay", "env_to_reference"):
         if f.get(key) is not None:
-            texts.append(render.ratio(f[key]))
+            texts.append(formatting.ratio(f[key]))
     for key in ("of_env_alone", "of_env_alone_replaying_actions"):
-        texts += [render.ratio(v) for v in (f.get(key) or {}).values()]
+        texts += [formatting.ratio(v) for v in (f.get(key) or {}).values()]
     if f.get("env_steps_per_s_learning") is not None:
-        texts.append(render.rate(f["env_steps_per_s_learning"]))
-    texts.append(render.budget(s))
+        texts.append(formatting.rate(f["env_steps_per_s_learning"]))
+    texts.append(formatting.budget(s))
     for judged in (f.get("eval"), f.get("eval_latest_actor")):
         if judged and judged.get("time_to_pass_s") is not None:
             texts.append(f"{judged['time_to_pass_s']:.0f} s")
     for case in (f.get("cases") or {}).values():  # matrix records
         for side in ("head", "base"):
             for key, value in (case.get(side) or {}).items() if isinstance(case, dict) else ():
-                texts.append(render.rate(value) if "steps_per_s" in key else render.ratio(value))
+                texts.append(formatting.rate(value) if "steps_per_s" in key else formatting.ratio(value))
     return texts
 
 

@@ -10,12 +10,27 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from unilab_bench.results.entries import as_presets_hold
-from unilab_bench.results.store import ROOT, short_device
+from unilab_bench.results.formatting import (
+    algo_name,
+    budget,
+    device,
+    entry_label,
+    median_of,
+    millions,
+    number_span,
+    rate,
+    rate_span,
+    ratio,
+    seeds_text,
+    table,
+    when,
+)
+from unilab_bench.results.peer_rows import is_peer, peer_readme_row, peer_rows
+from unilab_bench.results.store import ROOT
 
 RESULTS_MD = Path("docs/results.md")
 README = Path("README.md")
@@ -34,96 +49,6 @@ measure, and how to add a record: `docs/benchmarks.md`.
 
 
 # ---- formatting ---------------------------------------------------------------------------------
-def rate(value: float | None) -> str:
-    """Env-steps/s in thousands: 421400 -> 421k, 45300 -> 45k, 5230 -> 5.2k."""
-    if value is None:
-        return "-"
-    k = value / 1000
-    return f"{k:.1f}k" if k < 10 else f"{k:.0f}k"
-
-
-def ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}x"
-
-
-def span(values: list[float | None], fmt: Callable[[float], str]) -> str:
-    """One figure, or the span of several with their unit once: 421k, 244-250k, 4.9-5.1 s."""
-    values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    low, high = fmt(min(values)), fmt(max(values))
-    if low == high:
-        return low
-    unit = re.search(r"[^\d.]*$", high)[0]
-    return f"{low.removesuffix(unit)}-{high}"
-
-
-def rate_span(values: list[float | None]) -> str:
-    return span(values, rate)
-
-
-def number_span(values: list[float | None], fmt: str, unit: str) -> str:
-    return span(values, lambda v: f"{fmt.format(v)} {unit}")
-
-
-def budget(subject: dict[str, Any]) -> str:
-    """The training budget as the run was given it: ``90 s``, ``3 min``, ``1,000,000 env steps``."""
-    minutes = subject.get("minutes")
-    if minutes is not None:
-        return f"{minutes * 60:g} s" if minutes * 60 < 120 else f"{minutes:g} min"
-    steps = subject.get("steps")
-    return f"{steps:,} env steps" if steps else "-"
-
-
-def millions(values: list[float]) -> str:
-    return number_span([v / 1e6 for v in values if v is not None], "{:.1f}", "M").replace(" M", "M")
-
-
-def seeds_text(seeds: list[int]) -> str:
-    """0-7 for 0..7, 0, 2, 5 otherwise."""
-    seeds = sorted(s for s in seeds if s is not None)
-    if not seeds:
-        return "-"
-    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ", ".join(map(str, seeds))
-
-
-def device(record: dict[str, Any]) -> str:
-    return short_device(record.get("gpu"), record.get("cpu"))
-
-
-def when(records: list[dict[str, Any]]) -> str:
-    """Dates and commits of a group: 2026-12-04 (8fc9d75, 2acb72e)."""
-    dates = sorted({r["date"] for r in records})
-    commits = sorted({commit_text(r["commit"]) for r in records if r.get("commit")})
-    date = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    return f"{date} ({', '.join(commits)})" if commits else date
-
-
-def commit_text(commit: str) -> str:
-    """A commit by its first 7 digits; a tree recorded as a commit plus a patch as recorded."""
-    return commit if "+" in commit else commit[:7]
-
-
-def algo_name(algo: str | None) -> str:
-    return {"fastsac": "FastSAC", "flashsac": "FlashSAC", "ppo": "PPO"}.get(algo or "", algo or "-")
-
-
-def entry_label(entry: str) -> str:
-    head, *overrides = entry.split(" ")
-    preset, _, algo = head.partition("/")
-    name = algo_name(algo)
-    extra = f" + {' '.join(f'`{o}`' for o in overrides)}" if overrides else ""
-    return f"{name} `{preset}`{extra}"
-
-
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    aligned = ["---:" if h.startswith("#") else "---" for h in header]
-    lines = ["| " + " | ".join(h.lstrip("#") for h in header) + " |", "|" + "|".join(aligned) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
-
-
 # ---- training -----------------------------------------------------------------------------------
 def training_groups(records: list[dict[str, Any]]) -> list[tuple[tuple, list[dict[str, Any]]]]:
     """Judged training runs grouped by (task, entry, GPU model, budget), in the store's order."""
@@ -203,33 +128,11 @@ def training_runs(records: list[dict[str, Any]]) -> list[str]:
 
 
 # ---- env, collector, comparisons ----------------------------------------------------------------
-def _median(stats: dict[str, float] | None) -> float | None:
-    return None if not stats else stats.get("median")
-
-
 def on_device(records: list[dict[str, Any]], kind: str, cpu: bool):
     """(record, subject, figures, where it ran) of the records of ``kind`` on a CPU, or on a GPU."""
     for r in records:
         if r["kind"] == kind and (device(r) == "cpu") == cpu:
             yield r, r["subject"], r["figures"], (r.get("cpu") or "cpu") if cpu else device(r)
-
-
-def is_peer(record: dict[str, Any]) -> bool:
-    """Another project's env (``unilab-bench peer``), not ours: its subject names the project."""
-    return bool((record.get("subject") or {}).get("project"))
-
-
-def peer_label(subject: dict[str, Any]) -> str:
-    """``mjlab 1.6.0 `Mjlab-Velocity-Flat-Unitree-G1```: the project, its version and its own task."""
-    project, version = subject.get("project", "-"), subject.get("project_version")
-    name = project if not version or version in project else f"{project} {version}"
-    task = str(subject.get("task", "-")).removeprefix(f"{project}/")
-    return f"{name} `{task}`"
-
-
-def peer_figure(figures: dict[str, Any]) -> str:
-    return (f"{rate(_median(figures.get('env_steps_per_s')))} env-steps/s zero actions, "
-            f"{rate(_median(figures.get('random_steps_per_s')))} random")
 
 
 def env_rows(records: list[dict[str, Any]], cpu: bool) -> list[str]:
@@ -240,35 +143,15 @@ def env_rows(records: list[dict[str, Any]], cpu: bool) -> list[str]:
         env = f.get("env_steps_per_s") or {}
         graphed = "-"
         if f.get("compare_steps_per_s") and "cuda_graph=true" in " ".join(s.get("compare_overrides") or []):
-            graphed = f"{rate(_median(f['compare_steps_per_s']))}, {ratio(f.get('compare_to_replay'))}"
+            graphed = f"{rate(median_of(f['compare_steps_per_s']))}, {ratio(f.get('compare_to_replay'))}"
         rows.append([f"`{s.get('task')}`", f"{s.get('backend')}, {s.get('num_envs')}", where,
                      f"{rate(env.get('median'))} ({rate_span([env.get('min'), env.get('max')])})",
-                     rate(_median(f.get("raw_steps_per_s"))), ratio(f.get("ratio_to_raw")),
+                     rate(median_of(f.get("raw_steps_per_s"))), ratio(f.get("ratio_to_raw")),
                      ratio(f.get("ratio_to_replay")), graphed, ratio(f.get("env_to_reference")), when([r]),
                      f"`{r['id']}`"])
     header = ["task", "backend, envs", "CPU" if cpu else "GPU", "env-steps/s (min-max)", "raw physics, standing",
               "of raw", "of raw doing the env's work", "graphed, of that work", "of the hand-fused loop",
               "date (commit)", "record"]
-    return table(header, rows) if rows else []
-
-
-def peer_rows(records: list[dict[str, Any]]) -> list[str]:
-    rows = []
-    for r in records:
-        if r["kind"] != "env" or not is_peer(r):
-            continue
-        s, f = r["subject"], r["figures"]
-        env, physics = f.get("env_steps_per_s") or {}, s.get("physics") or {}
-        sim = (f"{1e3 * physics['timestep']:.3g} ms x {physics.get('decimation')}, {physics.get('solver')} "
-               f"{physics.get('iterations')}/{physics.get('ls_iterations')} iterations") if physics.get("timestep") else "-"
-        graph = {True: "yes", False: "no"}.get(s.get("cuda_graph"), "-")
-        rows.append([peer_label(s), f"{s.get('backend')}, {s.get('num_envs')}", device(r) if device(r) != "cpu"
-                     else (r.get("cpu") or "cpu"),
-                     f"{rate(env.get('median'))} ({rate_span([env.get('min'), env.get('max')])})",
-                     rate(_median(f.get("random_steps_per_s"))), graph, sim, f"`{s.get('ours') or '-'}`", when([r]),
-                     f"`{r['id']}`"])
-    header = ["project, its task", "backend, envs", "GPU (or CPU)", "env-steps/s, zero actions (min-max)", "random actions",
-              "its CUDA graph", "physics: dt x substeps, solver iterations/line-search (its own settings)", "ours", "date (commit)", "record"]
     return table(header, rows) if rows else []
 
 
@@ -281,9 +164,9 @@ def collector_rows(records: list[dict[str, Any]], cpu: bool) -> list[str]:
         algo = entry_label(f"{s.get('preset') or s.get('task')}/{s.get('algo')}") + (
             f", {updates:g} updates per env step" if updates is not None else "")
         rows.append([f"`{s.get('task')}`", algo, where,
-                     rate(_median(f.get("env_alone_steps_per_s"))),
-                     rate(_median(f.get("env_steps_per_s_no_learning"))),
-                     rate(_median(f.get(f"env_steps_per_s_{mode}"))) + (" beside" if "overlapped" in mode else ""),
+                     rate(median_of(f.get("env_alone_steps_per_s"))),
+                     rate(median_of(f.get("env_steps_per_s_no_learning"))),
+                     rate(median_of(f.get(f"env_steps_per_s_{mode}"))) + (" beside" if "overlapped" in mode else ""),
                      ratio(of.get(mode)), ratio((f.get("of_env_alone_replaying_actions") or {}).get(mode)),
                      when([r]), f"`{r['id']}`"])
     header = ["task", "learner", "CPU" if cpu else "GPU", "env alone", "collecting, no learning", "learning",
@@ -384,25 +267,23 @@ def readme_rows(records: list[dict[str, Any]]) -> list[list[str]]:
             (peers if is_peer(r) else latest)[(r["subject"].get("task"), device(r))] = r
     for (task, gpu), r in latest.items():
         f = r["figures"]
-        figure = f"{rate(_median(f.get('env_steps_per_s')))} env-steps/s"
+        figure = f"{rate(median_of(f.get('env_steps_per_s')))} env-steps/s"
         if f.get("ratio_to_replay") is not None:
             figure += f", {ratio(f['ratio_to_replay'])} raw physics doing the same work"
         figure += f", {ratio(f.get('ratio_to_raw'))} raw physics of a standing robot"
         if f.get("compare_steps_per_s") and "cuda_graph=true" in " ".join(r["subject"].get("compare_overrides") or []):
-            figure += (f"; graphed (`env.cuda_graph=true`) {rate(_median(f['compare_steps_per_s']))}, "
+            figure += (f"; graphed (`env.cuda_graph=true`) {rate(median_of(f['compare_steps_per_s']))}, "
                        f"{ratio(f.get('compare_to_replay'))}")
         s = r["subject"]
         rows.append([f"env step, `{task}`", f"{s.get('backend')}, {s.get('num_envs')} envs", gpu, figure])
         # another project's G1 env beside ours on the same GPU model (unilab-bench peer)
         for (_, peer_gpu), p in peers.items():
             if peer_gpu == gpu and p["subject"].get("ours") == task:
-                rows.append([f"env step, {peer_label(p['subject'])}", f"{p['subject'].get('backend')}, "
-                             f"{p['subject'].get('num_envs')} envs", gpu, peer_figure(p["figures"])])
+                rows.append(peer_readme_row(p, gpu))
     placed = {id(p) for (_, gpu), p in peers.items() if (p["subject"].get("ours"), gpu) in latest}
     for (_, gpu), p in peers.items():
         if id(p) not in placed:
-            rows.append([f"env step, {peer_label(p['subject'])}", f"{p['subject'].get('backend')}, "
-                         f"{p['subject'].get('num_envs')} envs", gpu, peer_figure(p["figures"])])
+            rows.append(peer_readme_row(p, gpu))
     return rows
 
 
