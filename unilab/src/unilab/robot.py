@@ -227,7 +227,8 @@ class RobotState:
     def contact(self, name: str, owner: str):
         """The live contact view ``name`` (``force_w`` (N, n, 3), ``in_contact`` (N, n)) the
         env asked the backend for under ``EnvCfg.contact_sensors``."""
-        # Read by terms every step: the lookup stays inline, the error path is the helper.
+        # Read by terms every step through ``views``, which is what lets a lazy-publication backend
+        # publish, so terms do not keep the view; the lookup stays inline, the error path is the helper.
         views = self.views.contacts
         if name in views:
             return views[name]
