@@ -5,6 +5,7 @@ its over-time record."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 from fake_env import PointMassEnv
@@ -68,6 +69,10 @@ def test_the_closing_line_gives_each_figure_once_and_the_median_rate(tmp_path, c
     done = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("unilab-train: done"))
     assert done.count("updates=") == 1 and done.count("env_steps_per_s=") == 1
     assert "(median of 6 log intervals)" in done  # 21 iterations: 5 full intervals of 4 and the partial one
+    # The figure is the median of the rates the run logged, not the last (partial) interval's.
+    rates = [json.loads(line)["perf/env_steps_per_s"] for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rates) == 6
+    assert f"env_steps_per_s={statistics.median(rates):.0f} " in done, (done, rates)
 
 
 @pytest.mark.parametrize(("budget", "unit"), [({"max_env_steps": 40}, "step"), ({"max_seconds": 0.3}, "s")])
