@@ -30,9 +30,8 @@ Height scans (contract 1.5) are cast with MuJoCo's ``mj_ray`` on a "ray scene": 
 requested static geoms only (``unisim.mjcf.ray_scene``), so no filter is needed and the robot
 is never hit. After every publication pass (step and written rows alike) the rays' origins
 come from the pass's body poses, one ``mj_ray`` per ray and env, and distance and hit height join
-the packed row: the same one transfer. ``mj_ray`` tests every geom of the scene: about 2 us a ray
-on a few geoms, about 30 us on g1_walk_rough's ~3,600, times num_envs x rays per step, which is
-why a scan at scale runs on mjwarp.
+the packed row: the same one transfer. ``mj_ray`` tests every geom of the scene, so a step's
+scan costs num_envs x rays x terrain geoms, which is why a scan at scale runs on mjwarp.
 """
 
 from __future__ import annotations
